@@ -1,0 +1,131 @@
+//! `#[strategy(name = "…")]`: parse → IR → codegen.
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, ItemImpl, Lit, LitStr, MetaNameValue, Token, Type};
+
+/// What the attribute needs to know.
+pub(crate) struct StrategyIr {
+    item: ItemImpl,
+    ty: Type,
+    name: LitStr,
+    version: Option<LitStr>,
+}
+
+const USAGE: &str = "expected `#[gridtest::strategy(name = \"my_strategy\")]` on `impl Strategy for MyType { … }`";
+
+fn string_arg(nv: &MetaNameValue) -> syn::Result<LitStr> {
+    match &nv.value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Ok(s.clone()),
+        other => Err(syn::Error::new(
+            other.span(),
+            "expected a string literal, e.g. `name = \"sma_crossover\"`",
+        )),
+    }
+}
+
+pub(crate) fn parse(args: TokenStream, item: TokenStream) -> syn::Result<StrategyIr> {
+    let args = Punctuated::<MetaNameValue, Token![,]>::parse_terminated
+        .parse2(args)
+        .map_err(|e| syn::Error::new(e.span(), format!("{e}; {USAGE}")))?;
+    let (mut name, mut version) = (None, None);
+    for nv in &args {
+        let key = nv.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        let slot = match key.as_str() {
+            "name" => &mut name,
+            "version" => &mut version,
+            _ => {
+                return Err(syn::Error::new(
+                    nv.path.span(),
+                    format!(
+                        "unknown argument `{}`: expected `name = \"…\"` and optionally `version = \"…\"`",
+                        quote!(#nv.path).to_string().replace(' ', "")
+                    ),
+                ));
+            }
+        };
+        if slot.is_some() {
+            return Err(syn::Error::new(
+                nv.path.span(),
+                format!("`{key}` is given twice"),
+            ));
+        }
+        *slot = Some(string_arg(nv)?);
+    }
+    let name = name.ok_or_else(|| {
+        syn::Error::new(
+            Span::call_site(),
+            "missing `name = \"…\"`: a registered strategy needs a name, e.g. \
+             `#[gridtest::strategy(name = \"sma_crossover\")]`",
+        )
+    })?;
+    let value = name.value();
+    if value.is_empty()
+        || !value
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    {
+        return Err(syn::Error::new(
+            name.span(),
+            "a strategy name uses lowercase ASCII letters, digits, `_` and `-` only",
+        ));
+    }
+    let item: ItemImpl = syn::parse2(item).map_err(|e| syn::Error::new(e.span(), USAGE))?;
+    let Some((_, path, _)) = &item.trait_ else {
+        return Err(syn::Error::new(
+            item.self_ty.span(),
+            "`#[gridtest::strategy]` goes on an `impl Strategy for MyType`, not on an inherent impl",
+        ));
+    };
+    if path.segments.last().is_none_or(|s| s.ident != "Strategy") {
+        return Err(syn::Error::new(
+            path.span(),
+            "`#[gridtest::strategy]` registers implementations of `gridtest::Strategy` only",
+        ));
+    }
+    if !item.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            item.generics.span(),
+            "a registered strategy cannot be generic: register each concrete type under its own name",
+        ));
+    }
+    Ok(StrategyIr {
+        ty: (*item.self_ty).clone(),
+        item,
+        name,
+        version,
+    })
+}
+
+pub(crate) fn codegen(ir: &StrategyIr) -> TokenStream {
+    let StrategyIr {
+        item,
+        ty,
+        name,
+        version,
+    } = ir;
+    let version = match version {
+        Some(v) => quote!(#v),
+        None => quote!(::core::env!("CARGO_PKG_VERSION")),
+    };
+    quote! {
+        #item
+
+        impl ::gridtest::RegisteredStrategy for #ty {
+            const NAME: &'static str = #name;
+            const VERSION: &'static str = #version;
+        }
+
+        const _: () = {
+            #[::gridtest::__private::linkme::distributed_slice(::gridtest::__private::STRATEGIES)]
+            #[linkme(crate = ::gridtest::__private::linkme)]
+            static ENTRY: ::gridtest::__private::StrategyEntry =
+                ::gridtest::__private::entry::<#ty>();
+        };
+    }
+}

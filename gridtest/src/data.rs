@@ -1,0 +1,20 @@
+//! Market data: datasets of hive-partitioned Parquet, shards, loading through DataFusion, the
+//! columnar form the engine reads, and a synthetic generator.
+//!
+//! Layout: `ROOT/symbol=SYM/date=YYYY-MM-DD/*.parquet`. Ticks have columns `ts` (timestamp ns,
+//! UTC), `price`, `size`; bars `ts`, `open`, `high`, `low`, `close`, `volume`. Extra columns are
+//! ignored. Within a shard, timestamps must not go backwards (files are read by path: date, then
+//! file name); prices must be finite and positive, sizes and volumes finite and non-negative.
+
+mod columns;
+mod dataset;
+mod error;
+mod load;
+mod shard;
+pub mod synth;
+
+pub use columns::{FeedBatch, FileInfo, ShardData, ShardInfo};
+pub use dataset::Dataset;
+pub use error::{DataError, Result};
+pub use load::{BATCH_ROWS, ShardReader, ShardStream, table_schema};
+pub use shard::{Shard, ShardId};

@@ -1,0 +1,430 @@
+//! Columnar shard data for the engine: `FeedBatch` (typed slices over Arrow buffers), the
+//! `ShardData` a loader shares by `Arc`, and the checks every batch passes once, at load.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::buffer::ScalarBuffer;
+use datafusion::arrow::datatypes::{Float64Type, TimestampNanosecondType};
+use serde::{Deserialize, Serialize};
+
+use super::error::{DataError, Result};
+use super::shard::Shard;
+use crate::strategy::DataKind;
+
+const NS_PER_DAY: i64 = 86_400_000_000_000;
+
+/// One batch of events: `ts` and the feed's value columns, zero-copy over Arrow buffers.
+#[derive(Clone, Debug)]
+pub struct FeedBatch {
+    ts: ScalarBuffer<i64>,
+    cols: Vec<ScalarBuffer<f64>>,
+}
+
+impl FeedBatch {
+    /// A batch from owned columns (all of `ts`'s length).
+    ///
+    /// # Panics
+    /// If a column's length differs from `ts`'s.
+    #[must_use]
+    pub fn new(ts: Vec<i64>, cols: Vec<Vec<f64>>) -> Self {
+        assert!(
+            cols.iter().all(|c| c.len() == ts.len()),
+            "every column needs one value per timestamp"
+        );
+        Self {
+            ts: ts.into(),
+            cols: cols.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Number of events.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    /// Whether the batch is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Timestamps (ns, UTC).
+    #[must_use]
+    pub fn ts(&self) -> &[i64] {
+        &self.ts
+    }
+
+    /// Value columns, in the feed's order ([`DataKind::columns`]).
+    #[must_use]
+    pub fn columns(&self) -> &[ScalarBuffer<f64>] {
+        &self.cols
+    }
+
+    fn slice(&self, offset: usize, len: usize) -> Self {
+        Self {
+            ts: self.ts.slice(offset, len),
+            cols: self.cols.iter().map(|c| c.slice(offset, len)).collect(),
+        }
+    }
+}
+
+/// One Parquet file of a shard, as listed and inspected (footer only).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileInfo {
+    /// Full URL of the object.
+    pub url: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// The store's ETag, when it gives one.
+    pub e_tag: Option<String>,
+    /// Its `date=` partition.
+    pub date: NaiveDate,
+    /// Rows, from the footer.
+    pub rows: u64,
+}
+
+/// What a shard consists of: its files, in read order (by path: date, then file name).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// The shard.
+    pub shard: Shard,
+    /// Ticks or bars.
+    pub kind: DataKind,
+    /// Its files.
+    pub files: Vec<FileInfo>,
+}
+
+impl ShardInfo {
+    /// Total rows.
+    #[must_use]
+    pub fn n_rows(&self) -> u64 {
+        self.files.iter().map(|f| f.rows).sum()
+    }
+
+    /// Distinct dates that hold at least one row.
+    #[must_use]
+    pub fn n_days(&self) -> u32 {
+        let days: BTreeSet<_> = self
+            .files
+            .iter()
+            .filter(|f| f.rows > 0)
+            .map(|f| f.date)
+            .collect();
+        u32::try_from(days.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Bytes the shard takes in memory once loaded.
+    #[must_use]
+    pub fn bytes_in_memory(&self) -> u64 {
+        self.n_rows() * 8 * (1 + self.kind.columns().len() as u64)
+    }
+}
+
+/// A loaded, checked shard: its batches in time order. Shared by `Arc` between scorers.
+#[derive(Clone, Debug)]
+pub struct ShardData {
+    info: ShardInfo,
+    n_days: u32,
+    batches: Vec<FeedBatch>,
+}
+
+impl ShardData {
+    pub(crate) fn from_parts(info: ShardInfo, batches: Vec<FeedBatch>) -> Self {
+        Self {
+            n_days: info.n_days(),
+            info,
+            batches,
+        }
+    }
+
+    /// A tick shard from columns in memory (for tests and custom sources), checked like a file:
+    /// prices finite and positive, sizes finite and non-negative, timestamps non-decreasing.
+    ///
+    /// # Errors
+    /// [`DataError::BadValue`] or [`DataError::Backwards`] naming the row (file `memory`).
+    pub fn from_ticks(
+        shard: Shard,
+        ts: Vec<i64>,
+        price: Vec<f64>,
+        size: Vec<f64>,
+        n_days: u32,
+    ) -> Result<Self> {
+        Self::from_columns(shard, DataKind::Ticks, ts, vec![price, size], n_days)
+    }
+
+    /// A bar shard from columns in memory; see [`ShardData::from_ticks`].
+    ///
+    /// # Errors
+    /// As [`ShardData::from_ticks`].
+    pub fn from_columns(
+        shard: Shard,
+        kind: DataKind,
+        ts: Vec<i64>,
+        cols: Vec<Vec<f64>>,
+        n_days: u32,
+    ) -> Result<Self> {
+        let rows = ts.len() as u64;
+        let info = ShardInfo {
+            files: vec![FileInfo {
+                url: "memory".to_owned(),
+                size: 0,
+                e_tag: None,
+                date: shard.first(),
+                rows,
+            }],
+            shard,
+            kind,
+        };
+        let batch = FeedBatch::new(ts, cols);
+        let info = Arc::new(info);
+        let mut check = Checker::new(Arc::clone(&info));
+        check.skip_partition_dates = true;
+        check.batch(&batch)?;
+        let info = Arc::unwrap_or_clone(info);
+        Ok(Self {
+            info,
+            n_days,
+            batches: vec![batch],
+        })
+    }
+
+    /// The shard.
+    #[must_use]
+    pub fn shard(&self) -> &Shard {
+        &self.info.shard
+    }
+
+    /// Its files.
+    #[must_use]
+    pub fn info(&self) -> &ShardInfo {
+        &self.info
+    }
+
+    /// Ticks or bars.
+    #[must_use]
+    pub fn kind(&self) -> DataKind {
+        self.info.kind
+    }
+
+    /// Distinct dates with data.
+    #[must_use]
+    pub fn n_days(&self) -> u32 {
+        self.n_days
+    }
+
+    /// Events.
+    #[must_use]
+    pub fn n_rows(&self) -> u64 {
+        self.batches.iter().map(|b| b.len() as u64).sum()
+    }
+
+    /// The batches, in time order.
+    #[must_use]
+    pub fn batches(&self) -> &[FeedBatch] {
+        &self.batches
+    }
+
+    /// Bytes held.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.n_rows() * 8 * (1 + self.info.kind.columns().len() as u64)
+    }
+}
+
+/// Checks batches in read order, attributing each row to its file by the footers' row counts.
+pub(crate) struct Checker {
+    info: Arc<ShardInfo>,
+    file: usize,
+    row_in_file: u64,
+    previous: Option<(i64, usize)>,
+    pub(crate) skip_partition_dates: bool,
+}
+
+impl Checker {
+    pub(crate) fn new(info: Arc<ShardInfo>) -> Self {
+        Self {
+            info,
+            file: 0,
+            row_in_file: 0,
+            previous: None,
+            skip_partition_dates: false,
+        }
+    }
+
+    /// The file the next row belongs to (for error messages).
+    pub(crate) fn current_file(&self) -> &str {
+        self.info
+            .files
+            .get(self.file)
+            .map_or("(past the last file)", |f| f.url.as_str())
+    }
+
+    /// Converts a record batch (table schema: `ts`, then the value columns) and checks it.
+    pub(crate) fn record_batch(&mut self, rb: &RecordBatch) -> Result<FeedBatch> {
+        let names = self.info.kind.columns();
+        let ts = rb.column(0);
+        if ts.null_count() > 0 {
+            return Err(self.null_error(ts.as_ref(), "ts"));
+        }
+        let ts = ts.as_primitive::<TimestampNanosecondType>().values().clone();
+        let mut cols = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let col = rb.column(i + 1);
+            if col.null_count() > 0 {
+                return Err(self.null_error(col.as_ref(), name));
+            }
+            cols.push(col.as_primitive::<Float64Type>().values().clone());
+        }
+        let batch = FeedBatch { ts, cols };
+        self.batch(&batch)?;
+        Ok(batch)
+    }
+
+    fn null_error(&self, col: &dyn Array, name: &str) -> DataError {
+        let first = (0..col.len()).find(|&i| col.is_null(i)).unwrap_or(0) as u64;
+        let (file, row) = self.locate(first);
+        DataError::Null {
+            file,
+            column: name.to_owned(),
+            row,
+        }
+    }
+
+    /// File and row-in-file of row `offset` of the batch being checked.
+    fn locate(&self, offset: u64) -> (String, u64) {
+        let (mut file, mut row) = (self.file, self.row_in_file + offset);
+        while let Some(f) = self.info.files.get(file) {
+            if row < f.rows || file + 1 == self.info.files.len() {
+                return (f.url.clone(), row);
+            }
+            row -= f.rows;
+            file += 1;
+        }
+        ("(unknown file)".to_owned(), row)
+    }
+
+    /// Checks a batch, splitting it at file boundaries.
+    pub(crate) fn batch(&mut self, batch: &FeedBatch) -> Result<()> {
+        let mut offset = 0;
+        while offset < batch.len() {
+            while self
+                .info
+                .files
+                .get(self.file)
+                .is_some_and(|f| self.row_in_file >= f.rows && self.file + 1 < self.info.files.len())
+            {
+                self.file += 1;
+                self.row_in_file = 0;
+            }
+            let left_in_file = self
+                .info
+                .files
+                .get(self.file)
+                .map_or(u64::MAX, |f| f.rows.saturating_sub(self.row_in_file).max(1));
+            let n = (batch.len() - offset).min(usize::try_from(left_in_file).unwrap_or(usize::MAX));
+            self.segment(&batch.slice(offset, n))?;
+            self.row_in_file += n as u64;
+            offset += n;
+        }
+        Ok(())
+    }
+
+    /// Checks rows that all belong to the current file.
+    fn segment(&mut self, seg: &FeedBatch) -> Result<()> {
+        let info = Arc::clone(&self.info);
+        let file_info = info.files.get(self.file);
+        let file = || file_info.map_or_else(|| "(unknown file)".to_owned(), |f| f.url.clone());
+        let base = self.row_in_file;
+        let ts = seg.ts();
+        // Timestamps: non-decreasing across the whole shard.
+        let mut prev = self.previous.map_or(i64::MIN, |p| p.0);
+        if let Some(i) = ts.iter().position(|&t| {
+            let back = t < prev;
+            prev = t;
+            back
+        }) {
+            let (previous, previous_file) = if i == 0 {
+                let (p, f) = self.previous.expect("a first row cannot go backwards");
+                let other = (f != self.file).then(|| self.info.files[f].url.clone());
+                (p, other)
+            } else {
+                (ts[i - 1], None)
+            };
+            return Err(DataError::Backwards {
+                file: file(),
+                row: base + i as u64,
+                ts: ts[i],
+                previous,
+                previous_file,
+            });
+        }
+        if let (Some(info), false, Some(&first), Some(&last)) =
+            (file_info, self.skip_partition_dates, ts.first(), ts.last())
+        {
+            let day = info
+                .date
+                .signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive())
+                .num_days();
+            let (lo, hi) = (day * NS_PER_DAY, (day + 1) * NS_PER_DAY);
+            for (i, t) in [(0, first), (ts.len() - 1, last)] {
+                if !(lo..hi).contains(&t) {
+                    return Err(DataError::OutsidePartition {
+                        file: file(),
+                        row: base + i as u64,
+                        ts: t,
+                        date: info.date.to_string(),
+                    });
+                }
+            }
+        }
+        // Values.
+        let kind = self.info.kind;
+        for (name, col) in kind.columns().iter().zip(seg.columns()) {
+            let is_price = kind.price_columns().contains(name);
+            let bad = if is_price {
+                col.iter().position(|&x| !(x > 0.0 && x.is_finite()))
+            } else {
+                col.iter().position(|&x| !(x >= 0.0 && x.is_finite()))
+            };
+            if let Some(i) = bad {
+                let value = col[i];
+                let rule = if value.is_nan() {
+                    "NaN"
+                } else if value.is_infinite() {
+                    "infinite"
+                } else if is_price {
+                    "prices must be positive"
+                } else {
+                    "must not be negative"
+                };
+                return Err(DataError::BadValue {
+                    file: file(),
+                    column: (*name).to_owned(),
+                    row: base + i as u64,
+                    value,
+                    rule,
+                });
+            }
+        }
+        if kind == DataKind::Bars {
+            let (high, low) = (&seg.columns()[1], &seg.columns()[2]);
+            if let Some(i) = high.iter().zip(low.iter()).position(|(h, l)| h < l) {
+                return Err(DataError::BadValue {
+                    file: file(),
+                    column: "high".to_owned(),
+                    row: base + i as u64,
+                    value: high[i],
+                    rule: "high is below low",
+                });
+            }
+        }
+        if let Some(&last) = ts.last() {
+            self.previous = Some((last, self.file));
+        }
+        Ok(())
+    }
+}

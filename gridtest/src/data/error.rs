@@ -1,0 +1,150 @@
+//! `DataError`: everything that can be wrong with a dataset, each naming the file or shard.
+
+/// An error reading or writing market data. Every variant names the dataset, shard or file at
+/// fault, and where it applies the row (0-based, within the file) and the value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    /// The dataset location is not a usable URL or path.
+    #[error("invalid dataset location `{location}`: {reason}")]
+    InvalidLocation {
+        /// What was given.
+        location: String,
+        /// Why it is unusable.
+        reason: String,
+    },
+    /// The object store could not be reached or refused the request.
+    #[error("cannot access `{url}`: {source}")]
+    Store {
+        /// The URL being accessed.
+        url: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// The dataset holds no `symbol=…` partitions.
+    #[error("no `symbol=…/date=…` partitions under {url}")]
+    Empty {
+        /// The dataset URL.
+        url: String,
+    },
+    /// A requested symbol is not in the dataset.
+    #[error("symbol `{symbol}` is not in {url} (symbols there: {known})")]
+    UnknownSymbol {
+        /// The symbol.
+        symbol: String,
+        /// The dataset URL.
+        url: String,
+        /// Symbols present (first few).
+        known: String,
+    },
+    /// A shard's date range holds no files.
+    #[error("shard {shard} has no Parquet files")]
+    NoFiles {
+        /// The shard.
+        shard: String,
+    },
+    /// A file is not readable Parquet.
+    #[error("unreadable Parquet file {file}: {reason}")]
+    Unreadable {
+        /// The file.
+        file: String,
+        /// The reader's message.
+        reason: String,
+    },
+    /// A required column is absent.
+    #[error("{file}: missing column `{column}` (columns present: {present})")]
+    MissingColumn {
+        /// The file.
+        file: String,
+        /// The column.
+        column: String,
+        /// The file's columns.
+        present: String,
+    },
+    /// A column has a type that cannot be read as required.
+    #[error("{file}: column `{column}` has type {found}, expected {expected}")]
+    WrongType {
+        /// The file.
+        file: String,
+        /// The column.
+        column: String,
+        /// What the reader needs.
+        expected: String,
+        /// What the file has.
+        found: String,
+    },
+    /// A value is null.
+    #[error("{file}: column `{column}` is null at row {row}")]
+    Null {
+        /// The file.
+        file: String,
+        /// The column.
+        column: String,
+        /// Row within the file.
+        row: u64,
+    },
+    /// A price or size breaks its rule (NaN, infinite, not positive, negative size, high < low).
+    #[error("{file}: column `{column}` = {value} at row {row} is invalid ({rule})")]
+    BadValue {
+        /// The file.
+        file: String,
+        /// The column.
+        column: String,
+        /// Row within the file.
+        row: u64,
+        /// The value.
+        value: f64,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// Timestamps go backwards within a shard.
+    #[error("{file}: timestamp goes backwards at row {row}: {ts} after {previous}{}",
+        .previous_file.as_ref().map(|f| format!(" (last row of {f})")).unwrap_or_default())]
+    Backwards {
+        /// The file.
+        file: String,
+        /// Row within the file.
+        row: u64,
+        /// The offending timestamp (ns).
+        ts: i64,
+        /// The timestamp before it (ns).
+        previous: i64,
+        /// The file holding the previous row, when it is another file.
+        previous_file: Option<String>,
+    },
+    /// A timestamp lies outside its `date=` partition's day (UTC).
+    #[error("{file}: timestamp {ts} at row {row} is not on the partition's date {date}")]
+    OutsidePartition {
+        /// The file.
+        file: String,
+        /// Row within the file.
+        row: u64,
+        /// The timestamp (ns).
+        ts: i64,
+        /// The partition date.
+        date: String,
+    },
+    /// DataFusion failed while reading a shard.
+    #[error("reading shard {shard} (at {file}): {source}")]
+    Query {
+        /// The shard.
+        shard: String,
+        /// The file being read when it failed (best knowledge).
+        file: String,
+        /// DataFusion's error.
+        #[source]
+        source: Box<datafusion::error::DataFusionError>,
+    },
+    /// Writing a file failed.
+    #[error("cannot write {file}: {reason}")]
+    Write {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// `Result` with [`DataError`].
+pub type Result<T, E = DataError> = std::result::Result<T, E>;

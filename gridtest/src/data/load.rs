@@ -1,0 +1,390 @@
+//! `ShardReader`: reads shards through a DataFusion `ListingTable` with partition pruning, and
+//! checks them on the way.
+//!
+//! # How a shard is read
+//! 1. **List** the shard's files through the table itself (`list_files_for_scan` with the filter
+//!    `symbol = S AND date BETWEEN first AND last`): DataFusion prunes on the partition columns,
+//!    and with the list-files cache off an equality on `symbol` becomes a listing prefix, so other
+//!    symbols' directories are not even walked. Files outside the shard are never opened.
+//! 2. **Inspect** each file's footer: required columns present with usable types, row count.
+//!    A bad file is reported by name before any data is decoded.
+//! 3. **Scan** with the same filter, one partition, no sort: DataFusion reads the files in path
+//!    order (date, then name), so each row is attributed to its file by the footers' row counts,
+//!    and every check (nulls, NaN or non-positive prices, timestamps going backwards across the
+//!    whole shard, timestamps outside their `date=` day) names the file and row.
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::catalog::TableProvider;
+use datafusion::common::ScalarValue;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use datafusion::parquet::arrow::parquet_to_arrow_schema;
+use datafusion::prelude::{Expr, SessionConfig, SessionContext, col, lit};
+use futures::{StreamExt, TryStreamExt};
+use object_store::{ObjectMeta, ObjectStore};
+
+use super::columns::{Checker, FeedBatch, FileInfo, ShardData, ShardInfo};
+use super::dataset::Dataset;
+use super::error::{DataError, Result};
+use super::shard::Shard;
+use crate::strategy::DataKind;
+
+/// Rows per Arrow batch the scan produces.
+pub const BATCH_ROWS: usize = 8192;
+
+/// Footers read concurrently when inspecting a shard.
+const FOOTER_CONCURRENCY: usize = 8;
+
+/// The table schema of a kind: `ts` (timestamp ns UTC) then the value columns as `Float64`.
+#[must_use]
+pub fn table_schema(kind: DataKind) -> SchemaRef {
+    let mut fields = vec![Field::new(
+        "ts",
+        DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        false,
+    )];
+    fields.extend(
+        kind.columns()
+            .iter()
+            .map(|c| Field::new(*c, DataType::Float64, false)),
+    );
+    Arc::new(Schema::new(fields))
+}
+
+/// Reads shards of one dataset. Cheap to share (`Arc`); one per node.
+pub struct ShardReader {
+    dataset: Dataset,
+    ctx: SessionContext,
+    table: Arc<ListingTable>,
+    store: Arc<dyn ObjectStore>,
+}
+
+impl std::fmt::Debug for ShardReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardReader")
+            .field("dataset", &self.dataset)
+            .finish_non_exhaustive()
+    }
+}
+
+fn df_error(what: &str, e: DataFusionError) -> DataError {
+    DataError::InvalidLocation {
+        location: what.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+impl ShardReader {
+    /// A reader for `dataset`.
+    ///
+    /// # Errors
+    /// [`DataError`] if the store or the table cannot be set up.
+    pub fn try_new(dataset: &Dataset) -> Result<Self> {
+        let (store, _) = dataset.store()?;
+        let url = dataset.url().to_string();
+        let runtime = RuntimeEnvBuilder::new()
+            .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
+            .build_arc()
+            .map_err(|e| df_error(&url, e))?;
+        let config = SessionConfig::new()
+            .with_target_partitions(1)
+            .with_collect_statistics(false)
+            .with_batch_size(BATCH_ROWS);
+        let ctx = SessionContext::new_with_config_rt(config, runtime);
+        ctx.register_object_store(&dataset.store_url(), Arc::clone(&store));
+        let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+            .with_file_extension(".parquet")
+            .with_table_partition_cols(vec![
+                ("symbol".to_owned(), DataType::Utf8),
+                ("date".to_owned(), DataType::Utf8),
+            ]);
+        let table_url = ListingTableUrl::parse(&url).map_err(|e| df_error(&url, e))?;
+        let config = ListingTableConfig::new(table_url)
+            .with_listing_options(options)
+            .with_schema(table_schema(dataset.kind()));
+        let table = Arc::new(ListingTable::try_new(config).map_err(|e| df_error(&url, e))?);
+        Ok(Self {
+            dataset: dataset.clone(),
+            ctx,
+            table,
+            store,
+        })
+    }
+
+    /// The dataset.
+    #[must_use]
+    pub fn dataset(&self) -> &Dataset {
+        &self.dataset
+    }
+
+    fn filter(shard: &Shard) -> Expr {
+        col("symbol")
+            .eq(lit(shard.symbol()))
+            .and(col("date").gt_eq(lit(shard.first().to_string())))
+            .and(col("date").lt_eq(lit(shard.last().to_string())))
+    }
+
+    fn query_error(&self, shard: &Shard, file: &str, e: DataFusionError) -> DataError {
+        if let DataFusionError::ObjectStore(source) = e {
+            return DataError::Store {
+                url: self.dataset.url().to_string(),
+                source: *source,
+            };
+        }
+        DataError::Query {
+            shard: shard.to_string(),
+            file: file.to_owned(),
+            source: Box::new(e),
+        }
+    }
+
+    /// The shard's files, pruned by DataFusion, in read order.
+    ///
+    /// # Errors
+    /// [`DataError::Store`] if listing fails.
+    pub async fn list(&self, shard: &Shard) -> Result<Vec<(ObjectMeta, NaiveDate)>> {
+        let state = self.ctx.state();
+        let listed = self
+            .table
+            .list_files_for_scan(&state, &[Self::filter(shard)], None)
+            .await
+            .map_err(|e| self.query_error(shard, "(listing)", e))?;
+        let mut files: Vec<(ObjectMeta, NaiveDate)> = listed
+            .file_groups
+            .into_iter()
+            .flat_map(|g| g.into_inner())
+            .filter_map(|f| {
+                let date = match f.partition_values.get(1) {
+                    Some(ScalarValue::Utf8(Some(d))) => NaiveDate::parse_from_str(d, "%Y-%m-%d").ok(),
+                    _ => None,
+                }?;
+                Some((f.object_meta, date))
+            })
+            .collect();
+        files.sort_by(|a, b| a.0.location.cmp(&b.0.location));
+        Ok(files)
+    }
+
+    /// Lists the shard's files and checks each footer (schema and row count), naming any bad
+    /// file. Reads footers only.
+    ///
+    /// # Errors
+    /// [`DataError::NoFiles`], [`DataError::Unreadable`], [`DataError::MissingColumn`],
+    /// [`DataError::WrongType`], [`DataError::Store`].
+    pub async fn inspect(&self, shard: &Shard) -> Result<ShardInfo> {
+        let listed = self.list(shard).await?;
+        if listed.is_empty() {
+            return Err(DataError::NoFiles {
+                shard: shard.to_string(),
+            });
+        }
+        let kind = self.dataset.kind();
+        let files: Vec<FileInfo> = futures::stream::iter(listed)
+            .map(|(meta, date)| self.inspect_file(meta, date, kind))
+            .buffered(FOOTER_CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(ShardInfo {
+            shard: shard.clone(),
+            kind,
+            files,
+        })
+    }
+
+    async fn inspect_file(
+        &self,
+        meta: ObjectMeta,
+        date: NaiveDate,
+        kind: DataKind,
+    ) -> Result<FileInfo> {
+        let url = self.dataset.object_url(&meta.location);
+        let unreadable = |reason: String| DataError::Unreadable {
+            file: url.clone(),
+            reason,
+        };
+        let footer = DFParquetMetadata::new(&*self.store, &meta)
+            .fetch_metadata()
+            .await
+            .map_err(|e| match e {
+                DataFusionError::ObjectStore(source)
+                    if !matches!(*source, object_store::Error::NotFound { .. }) =>
+                {
+                    DataError::Store {
+                        url: url.clone(),
+                        source: *source,
+                    }
+                }
+                other => unreadable(other.to_string()),
+            })?;
+        let file_meta = footer.file_metadata();
+        let schema =
+            parquet_to_arrow_schema(file_meta.schema_descr(), file_meta.key_value_metadata())
+                .map_err(|e| unreadable(e.to_string()))?;
+        check_schema(&url, &schema, kind)?;
+        let rows = u64::try_from(file_meta.num_rows()).unwrap_or(0);
+        Ok(FileInfo {
+            url,
+            size: meta.size,
+            e_tag: meta.e_tag,
+            date,
+            rows,
+        })
+    }
+
+    /// Opens a checked stream over the shard's batches.
+    ///
+    /// # Errors
+    /// Any error of [`ShardReader::inspect`], or a query that cannot start.
+    pub async fn open(&self, shard: &Shard) -> Result<ShardStream> {
+        let info = Arc::new(self.inspect(shard).await?);
+        self.open_inspected(info).await
+    }
+
+    /// Opens a checked stream over a shard already inspected.
+    ///
+    /// # Errors
+    /// A query that cannot start.
+    pub async fn open_inspected(&self, info: Arc<ShardInfo>) -> Result<ShardStream> {
+        let shard = info.shard.clone();
+        let first_file = info.files.first().map_or("", |f| f.url.as_str()).to_owned();
+        let columns: Vec<&str> = std::iter::once("ts")
+            .chain(info.kind.columns().iter().copied())
+            .collect();
+        let provider: Arc<dyn TableProvider> = Arc::clone(&self.table) as _;
+        let stream = self
+            .ctx
+            .read_table(provider)
+            .and_then(|df| df.filter(Self::filter(&shard)))
+            .and_then(|df| df.select_columns(&columns))
+            .map_err(|e| self.query_error(&shard, &first_file, e))?
+            .execute_stream()
+            .await
+            .map_err(|e| self.query_error(&shard, &first_file, e))?;
+        Ok(ShardStream {
+            checker: Checker::new(Arc::clone(&info)),
+            info,
+            stream,
+            store_url: self.dataset.url().to_string(),
+        })
+    }
+
+    /// Loads the whole shard into memory, checked.
+    ///
+    /// # Errors
+    /// Any [`DataError`], naming the file at fault.
+    pub async fn load(&self, shard: &Shard) -> Result<ShardData> {
+        let mut stream = self.open(shard).await?;
+        let mut batches = Vec::new();
+        while let Some(batch) = stream.next_batch().await {
+            batches.push(batch?);
+        }
+        Ok(ShardData::from_parts(stream.info().clone(), batches))
+    }
+}
+
+/// A checked stream of a shard's batches, in time order.
+pub struct ShardStream {
+    info: Arc<ShardInfo>,
+    stream: SendableRecordBatchStream,
+    checker: Checker,
+    store_url: String,
+}
+
+impl std::fmt::Debug for ShardStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardStream")
+            .field("shard", &self.info.shard)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShardStream {
+    /// The shard's files.
+    #[must_use]
+    pub fn info(&self) -> &ShardInfo {
+        &self.info
+    }
+
+    /// The next checked batch, `None` at the end.
+    pub async fn next_batch(&mut self) -> Option<Result<FeedBatch>> {
+        loop {
+            let rb = match self.stream.next().await? {
+                Ok(rb) => rb,
+                Err(DataFusionError::ObjectStore(source)) => {
+                    return Some(Err(DataError::Store {
+                        url: self.store_url.clone(),
+                        source: *source,
+                    }));
+                }
+                Err(e) => {
+                    return Some(Err(DataError::Query {
+                        shard: self.info.shard.to_string(),
+                        file: self.checker.current_file().to_owned(),
+                        source: Box::new(e),
+                    }));
+                }
+            };
+            if rb.num_rows() > 0 {
+                return Some(self.checker.record_batch(&rb));
+            }
+        }
+    }
+}
+
+fn check_schema(file: &str, schema: &Schema, kind: DataKind) -> Result<()> {
+    let present = || {
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let wanted = std::iter::once("ts").chain(kind.columns().iter().copied());
+    for name in wanted {
+        let Ok(field) = schema.field_with_name(name) else {
+            return Err(DataError::MissingColumn {
+                file: file.to_owned(),
+                column: name.to_owned(),
+                present: present(),
+            });
+        };
+        let dt = field.data_type();
+        let (ok, expected) = if name == "ts" {
+            let utc = |tz: &Option<Arc<str>>| {
+                tz.as_deref()
+                    .is_none_or(|z| matches!(z, "UTC" | "utc" | "+00:00" | "Z" | "Etc/UTC"))
+            };
+            (
+                matches!(dt, DataType::Timestamp(_, tz) if utc(tz)),
+                "a UTC timestamp",
+            )
+        } else if kind.price_columns().contains(&name) {
+            (
+                matches!(dt, DataType::Float64 | DataType::Float32),
+                "Float64 (or Float32)",
+            )
+        } else {
+            (dt.is_numeric(), "a numeric type")
+        };
+        if !ok {
+            return Err(DataError::WrongType {
+                file: file.to_owned(),
+                column: name.to_owned(),
+                expected: expected.to_owned(),
+                found: dt.to_string(),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,250 @@
+//! `Account`: one parameter set's portfolio and metric accumulators, updated once per event.
+//!
+//! Equity `E` starts at 1. Each event the account builds one multiplicative factor `m`
+//! (mark the held weight to the fill price, apply the trade's cost, mark to the close for bars)
+//! and sets `E *= m`, so the return of the period is `m - 1` and no division happens per event
+//! unless the weight is fractional. With a weight of exactly 0 or 1 the factors are those of the
+//! W1 reference (`1/(1+c)`, `g`, `g·(1-c)`), so equity matches it bit for bit.
+
+use crate::metrics::{Drawdown, Metrics, Moments};
+use crate::sweep::{CellFailure, FailureKind};
+
+/// Portfolio and accumulators of one lane (one parameter set).
+#[derive(Clone, Debug)]
+pub(crate) struct Account {
+    equity: f64,
+    /// Fraction of equity held, as of the last mark.
+    weight: f64,
+    /// Last executed target.
+    held: f64,
+    /// Target to execute at the next event.
+    pending: f64,
+
+    // Return moments of the current tile, shifted by `shift` (the mean so far) for accuracy.
+    shift: f64,
+    s1: f64,
+    s2: f64,
+    active: u32,
+    moments: Moments,
+    downside2: f64,
+    drawdown: Drawdown,
+
+    trades: u64,
+    exposed: u64,
+    entry_equity: f64,
+    round_trips: u64,
+    wins: u64,
+    gross_win: f64,
+    gross_loss: f64,
+    bad_target: Option<(u64, f64)>,
+}
+
+/// Growth of equity holding weight `w` while the price moves by ratio `g`.
+#[inline(always)]
+fn growth(w: f64, g: f64) -> f64 {
+    if w == 1.0 { g } else { 1.0 + w * (g - 1.0) }
+}
+
+impl Account {
+    pub(crate) fn new() -> Self {
+        Self {
+            equity: 1.0,
+            weight: 0.0,
+            held: 0.0,
+            pending: 0.0,
+            shift: 0.0,
+            s1: 0.0,
+            s2: 0.0,
+            active: 0,
+            moments: Moments::default(),
+            downside2: 0.0,
+            drawdown: Drawdown::new(1.0),
+            trades: 0,
+            exposed: 0,
+            entry_equity: 1.0,
+            round_trips: 0,
+            wins: 0,
+            gross_win: 0.0,
+            gross_loss: 0.0,
+            bad_target: None,
+        }
+    }
+
+    /// Records the strategy's target for the next event. `NaN` is remembered as a failure
+    /// (and ignored); out-of-range targets are clamped.
+    #[inline(always)]
+    pub(crate) fn set_target(&mut self, target: f64, index: u64, max_leverage: f64) {
+        if target.abs() <= max_leverage {
+            self.pending = target;
+        } else if target.is_nan() {
+            if self.bad_target.is_none() {
+                self.bad_target = Some((index, target));
+            }
+        } else {
+            self.pending = target.clamp(-max_leverage, max_leverage);
+        }
+    }
+
+    /// Advances one period: marks the held position to the fill (`g_fill` = fill / previous
+    /// mark), executes the pending target, and for bars marks to the close (`g_hold` = close /
+    /// open).
+    #[inline(always)]
+    pub(crate) fn step<const INTRABAR: bool>(&mut self, g_fill: f64, g_hold: f64, cost: f64) {
+        let target = self.pending;
+        if self.held == 0.0 && target == 0.0 {
+            return; // flat: the period's return is exactly 0 (counted at the end of the tile)
+        }
+        let mut m = 1.0;
+        let w = self.weight;
+        let mut exposed = w != 0.0;
+        if exposed {
+            m = growth(w, g_fill);
+            if w != 1.0 {
+                self.weight = w * g_fill / m;
+            }
+        }
+        if target != self.held {
+            m = self.trade(m, target, cost);
+        }
+        if INTRABAR && self.weight != 0.0 {
+            exposed = true;
+            let w = self.weight;
+            let g = growth(w, g_hold);
+            if w != 1.0 {
+                self.weight = w * g_hold / g;
+            }
+            m *= g;
+        }
+        self.exposed += u64::from(exposed);
+        let equity = self.equity * m;
+        self.equity = equity;
+        let r = m - 1.0;
+        let d = r - self.shift;
+        self.s1 += d;
+        self.s2 += d * d;
+        let down = r.min(0.0);
+        self.downside2 += down * down;
+        self.active += 1;
+        self.drawdown.update(equity);
+    }
+
+    /// Rebalances from the current weight to `target` at the fill; returns the period factor.
+    #[inline(never)]
+    fn trade(&mut self, m: f64, target: f64, cost: f64) -> f64 {
+        let f = self.weight;
+        // Equity after paying c·|traded notional| out of itself (see the module docs).
+        let k = if target > f {
+            (1.0 + cost * f) / (1.0 + cost * target)
+        } else {
+            (1.0 - cost * f) / (1.0 - cost * target)
+        };
+        let before_fee = self.equity * m;
+        let m = m * k;
+        let after = self.equity * m;
+        let held = self.held;
+        if held == 0.0 {
+            self.entry_equity = before_fee;
+        } else if target == 0.0 || target.signum() != held.signum() {
+            let pnl = after - self.entry_equity;
+            self.round_trips += 1;
+            if pnl > 0.0 {
+                self.wins += 1;
+                self.gross_win += pnl;
+            } else {
+                self.gross_loss -= pnl;
+            }
+            self.entry_equity = after;
+        }
+        self.trades += 1;
+        self.held = target;
+        self.weight = target;
+        m
+    }
+
+    /// Folds the current tile of `periods` return periods into the running moments.
+    pub(crate) fn end_tile(&mut self, periods: u32) {
+        if periods == 0 {
+            return;
+        }
+        let flats = f64::from(periods - self.active);
+        let (s1, s2) = (
+            self.s1 - flats * self.shift,
+            self.s2 + flats * self.shift * self.shift,
+        );
+        let n = f64::from(periods);
+        let tile = Moments::from_parts(
+            u64::from(periods),
+            self.shift + s1 / n,
+            (s2 - s1 * s1 / n).max(0.0),
+        );
+        self.moments.merge(&tile);
+        self.shift = self.moments.mean();
+        self.s1 = 0.0;
+        self.s2 = 0.0;
+        self.active = 0;
+    }
+
+    /// The cell's metrics after `n_events` events over `n_days` distinct dates.
+    pub(crate) fn finish(
+        &self,
+        n_events: u64,
+        n_days: u32,
+        days_per_year: f64,
+    ) -> Result<Metrics, CellFailure> {
+        if let Some((index, value)) = self.bad_target {
+            return Err(CellFailure::new(
+                FailureKind::BadTarget,
+                format!("strategy returned target {value} at event {index}"),
+            ));
+        }
+        let periods = n_events.saturating_sub(1);
+        let per_year = if n_days == 0 {
+            0.0
+        } else {
+            days_per_year * n_events as f64 / f64::from(n_days)
+        };
+        let (mean, std) = self.moments.finish();
+        let sharpe = if std > 0.0 {
+            mean / std * per_year.sqrt()
+        } else {
+            0.0
+        };
+        let downside = if periods > 0 {
+            (self.downside2 / periods as f64).sqrt()
+        } else {
+            0.0
+        };
+        let sortino = if downside > 0.0 {
+            mean / downside * per_year.sqrt()
+        } else {
+            0.0
+        };
+        let profit_factor = if self.gross_loss > 0.0 {
+            self.gross_win / self.gross_loss
+        } else if self.gross_win > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        Ok(Metrics {
+            n_ticks: n_events,
+            trades: self.trades,
+            total_return: self.equity - 1.0,
+            max_drawdown: self.drawdown.finish(),
+            sharpe,
+            sortino,
+            round_trips: self.round_trips,
+            win_rate: if self.round_trips > 0 {
+                self.wins as f64 / self.round_trips as f64
+            } else {
+                0.0
+            },
+            profit_factor,
+            exposure: if periods > 0 {
+                self.exposed as f64 / periods as f64
+            } else {
+                0.0
+            },
+        })
+    }
+}

@@ -1,0 +1,232 @@
+//! `Kernel`: the tiled inner loop (see the parent module for the design).
+
+use super::account::Account;
+use super::exec_model::ExecModel;
+use super::panic_capture;
+use crate::data::FeedBatch;
+use crate::params::{ParamSet, Params};
+use crate::strategy::{Cursor, Feed, MAX_COLUMNS, Strategy};
+use crate::sweep::{CellFailure, CellOutcome, FailureKind};
+
+/// Events per tile: small enough that a tile's columns and shared ratios stay in L1 while every
+/// lane passes over it.
+pub const TILE: usize = 2048;
+
+/// Largest lookback a strategy may ask for (events); beyond it the cell fails.
+const MAX_LOOKBACK: usize = 1 << 24;
+
+/// The tile being processed, with the lookback carried in front of it.
+struct Window {
+    lookback: usize,
+    ts: Vec<i64>,
+    cols: Vec<Vec<f64>>,
+    /// Events in the current tile.
+    len: usize,
+    /// Fill price / previous mark, per event of the tile.
+    g_fill: Vec<f64>,
+    /// Mark / fill (bars: close / open), per event of the tile.
+    g_hold: Vec<f64>,
+    last_mark: f64,
+}
+
+impl Window {
+    fn new(lookback: usize, n_cols: usize) -> Self {
+        Self {
+            lookback,
+            ts: vec![0; lookback + TILE],
+            cols: vec![vec![0.0; lookback + TILE]; n_cols],
+            len: 0,
+            g_fill: vec![1.0; TILE],
+            g_hold: vec![1.0; TILE],
+            last_mark: f64::NAN,
+        }
+    }
+
+    /// Shifts the last `lookback` events to the front and copies events `range` of `batch` after.
+    fn load<F: Feed>(&mut self, batch: &FeedBatch, range: std::ops::Range<usize>) {
+        let (l, n) = (self.lookback, range.len());
+        debug_assert!(n <= TILE);
+        if l > 0 {
+            self.ts.copy_within(self.len..self.len + l, 0);
+            for c in &mut self.cols {
+                c.copy_within(self.len..self.len + l, 0);
+            }
+        }
+        self.ts[l..l + n].copy_from_slice(&batch.ts()[range.clone()]);
+        for (dst, src) in self.cols.iter_mut().zip(batch.columns()) {
+            dst[l..l + n].copy_from_slice(&src[range.clone()]);
+        }
+        self.len = n;
+        let fill = &self.cols[F::FILL][l..l + n];
+        let mark = &self.cols[F::MARK][l..l + n];
+        let mut prev = self.last_mark;
+        for j in 0..n {
+            self.g_fill[j] = fill[j] / prev;
+            prev = mark[j];
+        }
+        if F::INTRABAR {
+            for j in 0..n {
+                self.g_hold[j] = mark[j] / fill[j];
+            }
+        }
+        self.last_mark = prev;
+    }
+
+    fn cursor<F: Feed>(&self, seen: u64) -> Cursor<'_, F> {
+        let end = self.lookback + self.len;
+        let mut cols: [&[f64]; MAX_COLUMNS] = [&[]; MAX_COLUMNS];
+        for (slot, c) in cols.iter_mut().zip(&self.cols) {
+            *slot = &c[..end];
+        }
+        Cursor::new(&self.ts[..end], cols, self.lookback, self.lookback, seen)
+    }
+}
+
+enum Lane<S> {
+    Live { strategy: S, account: Account },
+    Failed(CellFailure),
+}
+
+/// K lanes of strategy `S` fed tile by tile.
+pub(crate) struct Kernel<S: Strategy> {
+    lanes: Vec<Lane<S>>,
+    window: Window,
+    cost: f64,
+    max_leverage: f64,
+    days_per_year: f64,
+    seen: u64,
+}
+
+impl<S: Strategy> Kernel<S> {
+    pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
+        let mut lookback = 0;
+        let lanes = sets
+            .iter()
+            .map(|set| {
+                let params = match S::Params::from_param_set(set) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        return Lane::Failed(CellFailure::new(FailureKind::Params, e.to_string()));
+                    }
+                };
+                match panic_capture::catch(|| {
+                    let s = S::new(&params);
+                    let l = s.lookback();
+                    (s, l)
+                }) {
+                    Ok((_, l)) if l > MAX_LOOKBACK => Lane::Failed(CellFailure::new(
+                        FailureKind::Params,
+                        format!("lookback {l} exceeds the limit of {MAX_LOOKBACK} events"),
+                    )),
+                    Ok((strategy, l)) => {
+                        lookback = lookback.max(l);
+                        Lane::Live {
+                            strategy,
+                            account: Account::new(),
+                        }
+                    }
+                    Err(msg) => Lane::Failed(CellFailure::new(
+                        FailureKind::Panic,
+                        format!("strategy panicked in new() for [{set}]: {msg}"),
+                    )),
+                }
+            })
+            .collect();
+        Self {
+            lanes,
+            window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),
+            cost: exec.cost_rate(),
+            max_leverage: exec.max_leverage,
+            days_per_year: exec.trading_days_per_year,
+            seen: 0,
+        }
+    }
+
+    /// Feeds one batch (any length), tile by tile.
+    pub(crate) fn feed(&mut self, batch: &FeedBatch) {
+        let mut start = 0;
+        while start < batch.len() {
+            let end = (start + TILE).min(batch.len());
+            self.window.load::<S::Feed>(batch, start..end);
+            self.run_tile();
+            start = end;
+        }
+    }
+
+    fn run_tile(&mut self) {
+        let seen = self.seen;
+        let n = self.window.len;
+        let periods = if seen == 0 { n - 1 } else { n };
+        let (cost, max_leverage) = (self.cost, self.max_leverage);
+        for lane in &mut self.lanes {
+            let Lane::Live { strategy, account } = lane else {
+                continue;
+            };
+            let window = &self.window;
+            let ran = panic_capture::catch(|| {
+                if <S::Feed as Feed>::INTRABAR {
+                    run_lane::<S, true>(strategy, account, window, seen, cost, max_leverage);
+                } else {
+                    run_lane::<S, false>(strategy, account, window, seen, cost, max_leverage);
+                }
+            });
+            match ran {
+                Ok(()) => account.end_tile(u32::try_from(periods).unwrap_or(u32::MAX)),
+                Err(msg) => {
+                    *lane = Lane::Failed(CellFailure::new(
+                        FailureKind::Panic,
+                        format!(
+                            "strategy panicked between events {seen} and {}: {msg}",
+                            seen + n as u64 - 1
+                        ),
+                    ));
+                }
+            }
+        }
+        self.seen += n as u64;
+    }
+
+    /// One outcome per parameter set, in order.
+    pub(crate) fn finish(self, n_days: u32) -> Vec<CellOutcome> {
+        let (seen, per_year) = (self.seen, self.days_per_year);
+        self.lanes
+            .into_iter()
+            .map(|lane| match lane {
+                Lane::Live { account, .. } => account.finish(seen, n_days, per_year),
+                Lane::Failed(f) => Err(f),
+            })
+            .collect()
+    }
+}
+
+/// The innermost loop: one lane over one tile.
+#[inline(never)]
+fn run_lane<S: Strategy, const INTRABAR: bool>(
+    strategy: &mut S,
+    account: &mut Account,
+    window: &Window,
+    seen: u64,
+    cost: f64,
+    max_leverage: f64,
+) {
+    let l = window.lookback;
+    let n = window.len;
+    let mut cursor = window.cursor::<S::Feed>(seen);
+    let mut first = 0;
+    if seen == 0 {
+        // The shard's first event: nothing to execute yet.
+        cursor.set(l, 0);
+        let target = strategy.on_data(&cursor);
+        account.set_target(target, 0, max_leverage);
+        first = 1;
+    }
+    let g_fill = &window.g_fill[first..n];
+    let g_hold = &window.g_hold[first..n];
+    for (j, (&gf, &gh)) in (first..n).zip(g_fill.iter().zip(g_hold)) {
+        account.step::<INTRABAR>(gf, if INTRABAR { gh } else { 1.0 }, cost);
+        let index = seen + j as u64;
+        cursor.set(l + j, index);
+        let target = strategy.on_data(&cursor);
+        account.set_target(target, index, max_leverage);
+    }
+}

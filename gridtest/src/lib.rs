@@ -1,0 +1,116 @@
+//! # gridtest
+//!
+//! Parameter-sweep backtesting over hive-partitioned Parquet, on an actor runtime that runs in
+//! one process on a laptop or across a cluster.
+//!
+//! A researcher implements [`Strategy`] for a type, derives [`Params`] for its parameters,
+//! registers it with [`#[gridtest::strategy]`](macro@strategy), declares a [`Grid`], and runs
+//! one binary. gridtest reads each shard once, runs every parameter set over it in a tight
+//! columnar loop, and returns a ranked [`Leaderboard`] plus one row per cell.
+//!
+//! # Nouns
+//! | noun | what it is |
+//! | --- | --- |
+//! | [`Dataset`](data::Dataset) | a root URL of Parquet laid out `symbol=X/date=YYYY-MM-DD/*.parquet`, ticks or bars |
+//! | [`Shard`](data::Shard) | one symbol over a date range, replayed as one continuous series |
+//! | [`ParamSet`] | named parameter values with a stable [`ParamSetId`] (hash of the canonical encoding) |
+//! | [`Grid`] | axes and constraints, expanded lazily, exact size known up front |
+//! | [`WorkUnit`](sweep::WorkUnit) | a shard and a chunk of parameter sets: the unit of scheduling |
+//! | [`CellKey`](sweep::CellKey) | (parameter set, shard): results are keyed by it, never by position |
+//! | [`Ledger`](sweep::Ledger) | the state of every unit and cell of a sweep |
+//!
+//! # Actors
+//! ```text
+//! run ─┬─ ShardLoader        one per node: loads each shard once, shares it by Arc
+//!      └─ Supervisor         one per sweep: leases units, records cells by key
+//!           └─ Scorer × N    one per core: pull unit → engine (blocking thread) → cells
+//! ```
+//! See [`actors`] and [`engine`] (the hot loop and its execution model).
+//!
+//! # Quick start
+//! ```no_run
+//! use gridtest::prelude::*;
+//!
+//! #[derive(Params, Clone, Debug)]
+//! pub struct Cross { pub fast: usize, pub slow: usize }
+//!
+//! pub struct SmaCross { fast: RollingMean, slow: RollingMean }
+//!
+//! #[gridtest::strategy(name = "quickstart_sma")]
+//! impl Strategy for SmaCross {
+//!     type Params = Cross;
+//!     type Feed = Ticks;
+//!     fn new(p: &Cross) -> Self {
+//!         Self { fast: RollingMean::new(p.fast), slow: RollingMean::new(p.slow) }
+//!     }
+//!     fn lookback(&self) -> usize { self.slow.window() }
+//!     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
+//!         self.fast.push(now.price(), now.price_back(self.fast.window()));
+//!         self.slow.push(now.price(), now.price_back(self.slow.window()));
+//!         let ready = now.index() + 1 >= self.slow.window() as u64;
+//!         if ready && self.fast.mean_gt(&self.slow) { 1.0 } else { 0.0 }
+//!     }
+//! }
+//!
+//! fn main() -> Result<(), gridtest::Error> {
+//!     let sweep = Sweep::of::<SmaCross>()
+//!         .grid(Grid::new()
+//!             .axis("fast", (5..=100).step_by(5))
+//!             .axis("slow", (20..=1000).step_by(20))
+//!             .constrain("fast < slow"))
+//!         .data("data/ticks");
+//!     gridtest::main(sweep)?; // flags: --data, --out, --symbols, --threads, --rank-by, …
+//!     Ok(())
+//! }
+//! ```
+
+extern crate self as gridtest;
+
+pub mod actors;
+pub mod data;
+pub mod engine;
+mod error;
+pub mod indicators;
+pub mod metrics;
+pub mod params;
+pub mod prelude;
+pub mod progress;
+pub mod run;
+pub mod strategy;
+pub mod sweep;
+
+pub use engine::ExecModel;
+pub use error::{Error, Result};
+pub use gridtest_macros::{Params, strategy};
+pub use metrics::{Metrics, RankMetric};
+pub use params::{
+    CmpOp, Constraint, Grid, GridError, Operand, ParamError, ParamKind, ParamSet, ParamSetId,
+    ParamValue, Params,
+};
+pub use run::{RunArgs, RunOptions, SweepReport, run, run_sweep};
+pub use strategy::{Bars, Cursor, DataKind, Feed, RegisteredStrategy, Strategy, Ticks};
+pub use sweep::{CellFailure, CellKey, CellOutcome, Leaderboard, Sweep, SweepResults};
+
+/// Runs `sweep` with the settings of this process's command line ([`RunArgs`]): the whole
+/// `main` of a sweep binary. Prints the leaderboard and writes the output folder.
+///
+/// # Errors
+/// See [`run`].
+pub fn main(sweep: Sweep) -> Result<SweepReport> {
+    use clap::Parser;
+    #[derive(Parser)]
+    #[command(about = "Run a gridtest parameter sweep")]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let cli = Cli::parse();
+    run(sweep, &cli.run)
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::params::{ParamField, ParamType, read_field};
+    pub use crate::strategy::{STRATEGIES, StrategyEntry, entry};
+    pub use linkme;
+}

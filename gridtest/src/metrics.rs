@@ -1,0 +1,103 @@
+//! Per-cell performance metrics and the online accumulators that produce them.
+//!
+//! Accumulators share the same verbs: `update` (one observation), `merge` (combine two
+//! accumulators, where the statistic allows it) and `finish` (the final figure). Nothing keeps an
+//! equity curve.
+
+mod drawdown;
+mod moments;
+
+use serde::{Deserialize, Serialize};
+
+pub use drawdown::Drawdown;
+pub use moments::Moments;
+
+/// The metrics of one cell (one parameter set on one shard).
+///
+/// Definitions (see `docs/execution-model.md`): per-period returns `r[t] = E[t]/E[t-1] - 1` over
+/// the `n_ticks - 1` periods, flat periods included as 0, fees included.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Events replayed (ticks or bars).
+    pub n_ticks: u64,
+    /// Position changes (entries, exits and resizes).
+    pub trades: u64,
+    /// `E[end] / E[0] - 1`.
+    pub total_return: f64,
+    /// `max_t (1 - E[t] / max(E[0..=t]))`, in `[0, 1)`.
+    pub max_drawdown: f64,
+    /// `mean(r) / std(r) * sqrt(A)`, `std` with ddof 1, `A` events per year; 0 if `std` is 0.
+    pub sharpe: f64,
+    /// `mean(r) / sqrt(mean(min(r, 0)^2)) * sqrt(A)`; 0 if there is no downside.
+    pub sortino: f64,
+    /// Closed round trips (flat → position → flat, or a reversal).
+    pub round_trips: u64,
+    /// Fraction of closed round trips with a positive P&L (0 when none closed).
+    pub win_rate: f64,
+    /// Gross profit / gross loss of closed round trips (`inf` with no loss, 0 with no profit).
+    pub profit_factor: f64,
+    /// Fraction of periods with a non-zero position.
+    pub exposure: f64,
+}
+
+/// A metric a leaderboard can rank by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum RankMetric {
+    /// Annualised Sharpe ratio (higher is better).
+    Sharpe,
+    /// Annualised Sortino ratio (higher is better).
+    Sortino,
+    /// Total return (higher is better).
+    TotalReturn,
+    /// Maximum drawdown (lower is better).
+    MaxDrawdown,
+    /// Profit factor (higher is better).
+    ProfitFactor,
+    /// Win rate (higher is better).
+    WinRate,
+}
+
+impl RankMetric {
+    /// Column name in the results.
+    #[must_use]
+    pub fn column(self) -> &'static str {
+        match self {
+            Self::Sharpe => "sharpe",
+            Self::Sortino => "sortino",
+            Self::TotalReturn => "total_return",
+            Self::MaxDrawdown => "max_drawdown",
+            Self::ProfitFactor => "profit_factor",
+            Self::WinRate => "win_rate",
+        }
+    }
+
+    /// Whether larger values rank higher.
+    #[must_use]
+    pub fn higher_is_better(self) -> bool {
+        !matches!(self, Self::MaxDrawdown)
+    }
+
+    /// The metric's value in `m`.
+    #[must_use]
+    pub fn of(self, m: &Metrics) -> f64 {
+        match self {
+            Self::Sharpe => m.sharpe,
+            Self::Sortino => m.sortino,
+            Self::TotalReturn => m.total_return,
+            Self::MaxDrawdown => m.max_drawdown,
+            Self::ProfitFactor => m.profit_factor,
+            Self::WinRate => m.win_rate,
+        }
+    }
+}
+
+impl std::fmt::Display for RankMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.column())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+//! `Drawdown`: maximum drawdown of an equity series without a division per observation.
+
+use serde::{Deserialize, Serialize};
+
+/// Running maximum drawdown, `max_t (1 - E[t] / max(E[0..=t]))`.
+///
+/// Sequential only (no `merge`: a drawdown depends on the order of the whole path). Keeps the
+/// running peak and the lowest value since it; the ratio is taken only when a new peak
+/// closes an episode (and at `finish`). Because `1 - x / peak` is monotone in `x` under IEEE
+/// rounding, this returns bit for bit what the per-observation formula returns.
+///
+/// ```
+/// use gridtest::metrics::Drawdown;
+/// let mut dd = Drawdown::new(1.0);
+/// for e in [1.1, 0.99, 1.2, 1.08, 1.3] { dd.update(e); }
+/// assert!((dd.finish() - (1.0 - 0.99 / 1.1)).abs() < 1e-15);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Drawdown {
+    peak: f64,
+    trough: f64,
+    max: f64,
+}
+
+impl Drawdown {
+    /// Starts at equity `start` (part of the running maximum).
+    #[must_use]
+    pub fn new(start: f64) -> Self {
+        Self {
+            peak: start,
+            trough: start,
+            max: 0.0,
+        }
+    }
+
+    /// Observes the next equity value.
+    #[inline(always)]
+    pub fn update(&mut self, equity: f64) {
+        if equity > self.peak {
+            self.close_episode();
+            self.peak = equity;
+            self.trough = equity;
+        } else if equity < self.trough {
+            self.trough = equity;
+        }
+    }
+
+    #[inline]
+    fn close_episode(&mut self) {
+        let dd = 1.0 - self.trough / self.peak;
+        if dd > self.max {
+            self.max = dd;
+        }
+    }
+
+    /// The maximum drawdown, a fraction in `[0, 1)`.
+    #[must_use]
+    pub fn finish(&self) -> f64 {
+        let last = 1.0 - self.trough / self.peak;
+        self.max.max(last)
+    }
+}

@@ -1,0 +1,314 @@
+//! The `Strategy` trait a researcher implements, the feeds it can consume, and the cursor through
+//! which it sees the data.
+//!
+//! A strategy sees each event (tick or bar) of a shard in time order through a [`Cursor`] and
+//! returns a **target position**: a fraction of equity, `1.0` fully long, `-1.0` fully short,
+//! `0.0` flat. The engine executes that target at the next event (see [`crate::engine`]). The
+//! cursor can look back up to [`Strategy::lookback`] events, across day boundaries; before the
+//! first event of the shard, lookback reads return `0.0` (and timestamp `0`), so rolling sums
+//! need no warm-up branch (use [`Cursor::index`] to know how many events came before).
+
+mod registry;
+
+use std::marker::PhantomData;
+
+use serde::{Deserialize, Serialize};
+
+use crate::params::Params;
+
+pub use registry::{
+    RunChunk, RunSource, StrategyEntry, StrategyError, find as find_strategy, registered,
+};
+#[doc(hidden)]
+pub use registry::{STRATEGIES, entry};
+
+/// The two kinds of market data gridtest replays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataKind {
+    /// Trades: `ts`, `price`, `size`.
+    Ticks,
+    /// OHLCV bars: `ts`, `open`, `high`, `low`, `close`, `volume`.
+    Bars,
+}
+
+impl DataKind {
+    /// The value columns after `ts`, in order.
+    #[must_use]
+    pub fn columns(self) -> &'static [&'static str] {
+        match self {
+            Self::Ticks => Ticks::COLUMNS,
+            Self::Bars => Bars::COLUMNS,
+        }
+    }
+
+    /// Columns that hold prices (must be finite and positive).
+    #[must_use]
+    pub fn price_columns(self) -> &'static [&'static str] {
+        match self {
+            Self::Ticks => &["price"],
+            Self::Bars => &["open", "high", "low", "close"],
+        }
+    }
+}
+
+impl std::fmt::Display for DataKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Ticks => "ticks",
+            Self::Bars => "bars",
+        })
+    }
+}
+
+/// The most value columns a feed has (bars: open, high, low, close, volume).
+pub const MAX_COLUMNS: usize = 5;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Ticks {}
+    impl Sealed for super::Bars {}
+}
+
+/// A kind of data a strategy consumes: [`Ticks`] or [`Bars`]. Sealed.
+pub trait Feed: sealed::Sealed + Copy + Send + Sync + 'static {
+    /// The data kind.
+    const KIND: DataKind;
+    /// Value columns after `ts`.
+    const COLUMNS: &'static [&'static str];
+    /// Column whose value at event t+1 fills a decision taken at t.
+    const FILL: usize;
+    /// Column at which positions are marked at the end of each event.
+    const MARK: usize;
+    /// Whether an event spans two prices (bars: fill at the open, mark at the close).
+    const INTRABAR: bool;
+}
+
+/// Trade ticks. Decisions fill at the next tick's price.
+#[derive(Clone, Copy, Debug)]
+pub struct Ticks;
+
+/// OHLCV bars. Decisions fill at the next bar's open; positions are marked at each close.
+#[derive(Clone, Copy, Debug)]
+pub struct Bars;
+
+impl Feed for Ticks {
+    const KIND: DataKind = DataKind::Ticks;
+    const COLUMNS: &'static [&'static str] = &["price", "size"];
+    const FILL: usize = 0;
+    const MARK: usize = 0;
+    const INTRABAR: bool = false;
+}
+
+impl Feed for Bars {
+    const KIND: DataKind = DataKind::Bars;
+    const COLUMNS: &'static [&'static str] = &["open", "high", "low", "close", "volume"];
+    const FILL: usize = 0;
+    const MARK: usize = 3;
+    const INTRABAR: bool = true;
+}
+
+/// A strategy's view of the current event and the `lookback` events before it.
+///
+/// Cheap to pass around: a few slices and an index. Reading further back than
+/// [`Strategy::lookback`] panics (which fails only that cell).
+#[derive(Clone, Copy, Debug)]
+pub struct Cursor<'a, F: Feed> {
+    ts: &'a [i64],
+    cols: [&'a [f64]; MAX_COLUMNS],
+    at: usize,
+    lookback: usize,
+    index: u64,
+    _feed: PhantomData<F>,
+}
+
+impl<'a, F: Feed> Cursor<'a, F> {
+    /// A cursor at position `at` of buffers holding at least `lookback` events before it.
+    pub(crate) fn new(
+        ts: &'a [i64],
+        cols: [&'a [f64]; MAX_COLUMNS],
+        at: usize,
+        lookback: usize,
+        index: u64,
+    ) -> Self {
+        Self {
+            ts,
+            cols,
+            at,
+            lookback,
+            index,
+            _feed: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn set(&mut self, at: usize, index: u64) {
+        self.at = at;
+        self.index = index;
+    }
+
+    /// Number of events of this shard before the current one (0 for the first).
+    #[inline(always)]
+    #[must_use]
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// Timestamp of the current event, ns since the Unix epoch (UTC).
+    #[inline(always)]
+    #[must_use]
+    pub fn ts(&self) -> i64 {
+        self.ts[self.at]
+    }
+
+    /// Timestamp `back` events ago (0 before the shard's start).
+    ///
+    /// # Panics
+    /// If `back` exceeds [`Strategy::lookback`].
+    #[inline(always)]
+    #[must_use]
+    pub fn ts_back(&self, back: usize) -> i64 {
+        self.ts[self.pos(back)]
+    }
+
+    #[inline(always)]
+    fn pos(&self, back: usize) -> usize {
+        assert!(
+            back <= self.lookback,
+            "read {back} events back, but the strategy's lookback() is {}",
+            self.lookback
+        );
+        self.at - back
+    }
+
+    #[inline(always)]
+    fn col(&self, c: usize, back: usize) -> f64 {
+        self.cols[c][self.pos(back)]
+    }
+}
+
+impl Cursor<'_, Ticks> {
+    /// Trade price of the current tick.
+    #[inline(always)]
+    #[must_use]
+    pub fn price(&self) -> f64 {
+        self.cols[0][self.at]
+    }
+
+    /// Trade size of the current tick.
+    #[inline(always)]
+    #[must_use]
+    pub fn size(&self) -> f64 {
+        self.cols[1][self.at]
+    }
+
+    /// Price `back` ticks ago (`0.0` before the shard's start).
+    ///
+    /// # Panics
+    /// If `back` exceeds [`Strategy::lookback`].
+    #[inline(always)]
+    #[must_use]
+    pub fn price_back(&self, back: usize) -> f64 {
+        self.col(0, back)
+    }
+
+    /// Size `back` ticks ago (`0.0` before the shard's start).
+    ///
+    /// # Panics
+    /// If `back` exceeds [`Strategy::lookback`].
+    #[inline(always)]
+    #[must_use]
+    pub fn size_back(&self, back: usize) -> f64 {
+        self.col(1, back)
+    }
+}
+
+macro_rules! bar_fields {
+    ($($name:ident, $back:ident, $i:expr, $doc:literal;)*) => {
+        impl Cursor<'_, Bars> {
+            $(
+                #[doc = concat!("The current bar's ", $doc, ".")]
+                #[inline(always)]
+                #[must_use]
+                pub fn $name(&self) -> f64 {
+                    self.cols[$i][self.at]
+                }
+
+                #[doc = concat!("The ", $doc, " `back` bars ago (`0.0` before the shard's start).")]
+                ///
+                /// # Panics
+                /// If `back` exceeds [`Strategy::lookback`].
+                #[inline(always)]
+                #[must_use]
+                pub fn $back(&self, back: usize) -> f64 {
+                    self.col($i, back)
+                }
+            )*
+        }
+    };
+}
+
+bar_fields! {
+    open, open_back, 0, "open";
+    high, high_back, 1, "high";
+    low, low_back, 2, "low";
+    close, close_back, 3, "close";
+    volume, volume_back, 4, "volume";
+}
+
+/// A trading strategy: state built from one parameter set, fed every event of a shard in order.
+///
+/// The engine runs many instances side by side (one per parameter set) and calls
+/// [`Strategy::on_data`] in its innermost loop, monomorphised for the concrete type: keep it free
+/// of allocation and I/O. A panic fails only the cell (parameter set × shard) it happens in.
+///
+/// ```
+/// use gridtest::prelude::*;
+///
+/// #[derive(Params, Clone, Debug)]
+/// pub struct MomentumParams { pub window: usize }
+///
+/// /// Long when the price is above its level `window` ticks ago.
+/// pub struct Momentum { window: usize }
+///
+/// #[gridtest::strategy(name = "doc_momentum")]
+/// impl Strategy for Momentum {
+///     type Params = MomentumParams;
+///     type Feed = Ticks;
+///     fn new(p: &MomentumParams) -> Self { Self { window: p.window } }
+///     fn lookback(&self) -> usize { self.window }
+///     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
+///         let ready = now.index() >= self.window as u64;
+///         if ready && now.price() > now.price_back(self.window) { 1.0 } else { 0.0 }
+///     }
+/// }
+/// assert_eq!(<Momentum as RegisteredStrategy>::NAME, "doc_momentum");
+/// ```
+pub trait Strategy: Send + Sized + 'static {
+    /// The parameter struct (`#[derive(Params)]`).
+    type Params: Params;
+    /// [`Ticks`] or [`Bars`].
+    type Feed: Feed;
+
+    /// Builds the state for one parameter set. May panic on parameters it rejects (that cell
+    /// fails with the message).
+    fn new(params: &Self::Params) -> Self;
+
+    /// How many past events [`Strategy::on_data`] may read through the cursor. Default 0.
+    fn lookback(&self) -> usize {
+        0
+    }
+
+    /// Sees one event and returns the target position, a fraction of equity. The engine
+    /// executes it at the next event; `NaN` fails the cell, and values beyond the execution
+    /// model's `max_leverage` are clamped.
+    fn on_data(&mut self, now: &Cursor<'_, Self::Feed>) -> f64;
+}
+
+/// A strategy registered with `#[gridtest::strategy]`: it has a name any node can find it by.
+pub trait RegisteredStrategy: Strategy {
+    /// Registered name.
+    const NAME: &'static str;
+    /// Version (the `version = "…"` argument, or the defining crate's version).
+    const VERSION: &'static str;
+}

@@ -1,0 +1,134 @@
+//! The strategy registry: every `#[gridtest::strategy]` adds an entry to a link-time slice
+//! (linkme), so any node can instantiate a strategy from its name with no list kept by hand.
+//!
+//! Rust links only crates a binary references: strategies defined in another crate are found
+//! once the binary mentions that crate (e.g. `use my_strategies as _;`).
+
+use std::any::type_name;
+
+use linkme::distributed_slice;
+
+use super::{DataKind, Feed, RegisteredStrategy, Strategy};
+use crate::data::{DataError, FeedBatch, ShardData};
+use crate::engine::{self, ExecModel};
+use crate::params::{ParamField, ParamSet, Params};
+use crate::sweep::CellOutcome;
+
+/// Runs a chunk of parameter sets over a loaded shard with a concrete strategy type, returning
+/// one outcome per set, in order.
+pub type RunChunk = fn(&ShardData, &[ParamSet], &ExecModel) -> Vec<CellOutcome>;
+
+/// The streaming form of [`RunChunk`] (see [`engine::run_source`]).
+pub type RunSource = fn(
+    &mut dyn Iterator<Item = Result<FeedBatch, DataError>>,
+    DataKind,
+    u32,
+    &[ParamSet],
+    &ExecModel,
+) -> Result<Vec<CellOutcome>, DataError>;
+
+/// A registered strategy, type-erased: what a node needs to run it by name.
+#[derive(Clone, Copy)]
+pub struct StrategyEntry {
+    /// Registered name.
+    pub name: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// Rust type name (for messages).
+    pub type_name: fn() -> &'static str,
+    /// The data it consumes.
+    pub kind: DataKind,
+    /// Its parameter fields.
+    pub schema: fn() -> &'static [ParamField],
+    /// Its engine entry point.
+    pub run: RunChunk,
+    /// Its streaming engine entry point.
+    pub run_source: RunSource,
+}
+
+impl std::fmt::Debug for StrategyEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrategyEntry")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("type", &(self.type_name)())
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The entry for `S`; used by `#[gridtest::strategy]`.
+#[doc(hidden)]
+#[must_use]
+pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
+    StrategyEntry {
+        name: S::NAME,
+        version: S::VERSION,
+        type_name: type_name::<S>,
+        kind: <S::Feed as Feed>::KIND,
+        schema: <<S as Strategy>::Params as Params>::schema,
+        run: engine::run_chunk::<S>,
+        run_source: engine::run_source::<S>,
+    }
+}
+
+/// Every registered strategy, in link order.
+#[doc(hidden)]
+#[distributed_slice]
+pub static STRATEGIES: [StrategyEntry];
+
+/// Errors looking a strategy up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StrategyError {
+    /// No strategy has that name in this binary.
+    #[error("no strategy named `{name}` is registered in this binary (registered: {known})")]
+    Unknown {
+        /// The requested name.
+        name: String,
+        /// The registered names.
+        known: String,
+    },
+    /// Two strategies share a name.
+    #[error("strategy name `{name}` is registered twice: by `{first}` and by `{second}`")]
+    Duplicate {
+        /// The name.
+        name: String,
+        /// One type.
+        first: String,
+        /// The other type.
+        second: String,
+    },
+}
+
+/// All registered strategies, sorted by name.
+#[must_use]
+pub fn registered() -> Vec<&'static StrategyEntry> {
+    let mut all: Vec<_> = STRATEGIES.iter().collect();
+    all.sort_by_key(|e| e.name);
+    all
+}
+
+/// Finds a registered strategy by name.
+///
+/// # Errors
+/// [`StrategyError::Unknown`] if none has the name, [`StrategyError::Duplicate`] if two do.
+pub fn find(name: &str) -> Result<&'static StrategyEntry, StrategyError> {
+    let mut hits = STRATEGIES.iter().filter(|e| e.name == name);
+    let first = hits.next().ok_or_else(|| StrategyError::Unknown {
+        name: name.to_owned(),
+        known: registered()
+            .iter()
+            .map(|e| e.name)
+            .collect::<Vec<_>>()
+            .join(", "),
+    })?;
+    if let Some(second) = hits.next() {
+        return Err(StrategyError::Duplicate {
+            name: name.to_owned(),
+            first: (first.type_name)().to_owned(),
+            second: (second.type_name)().to_owned(),
+        });
+    }
+    Ok(first)
+}

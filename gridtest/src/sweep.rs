@@ -1,0 +1,343 @@
+//! Sweeps: what to run ([`Sweep`]), how it is cut into work ([`WorkUnit`]), the state of every
+//! cell ([`Ledger`]), and what comes out ([`SweepResults`], [`Leaderboard`]).
+
+mod cell;
+mod leaderboard;
+mod ledger;
+pub mod output;
+mod work_unit;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+
+pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
+pub use leaderboard::{LeaderRow, Leaderboard};
+pub use ledger::{Completion, Ledger};
+pub use work_unit::{UnitId, WorkUnit, chunk_size};
+
+use crate::data::Shard;
+use crate::engine::ExecModel;
+use crate::error::{Error, Result};
+use crate::metrics::RankMetric;
+use crate::params::{Grid, ParamSet};
+use crate::strategy::{RegisteredStrategy, StrategyEntry, entry, find_strategy};
+
+/// A sweep: a registered strategy, a parameter grid, a dataset with a selection of symbols and
+/// dates, and an execution model.
+///
+/// ```
+/// use gridtest::prelude::*;
+/// # #[derive(Params, Clone, Debug)] struct P { fast: usize, slow: usize }
+/// # struct Sma;
+/// # #[gridtest::strategy(name = "doc_sweep_sma")]
+/// # impl Strategy for Sma {
+/// #     type Params = P; type Feed = Ticks;
+/// #     fn new(_: &P) -> Self { Sma }
+/// #     fn on_data(&mut self, _: &Cursor<'_, Ticks>) -> f64 { 0.0 }
+/// # }
+/// let sweep = Sweep::of::<Sma>()
+///     .grid(Grid::new()
+///         .axis("fast", (5..=100).step_by(5))
+///         .axis("slow", (20..=1000).step_by(20))
+///         .constrain("fast < slow"))
+///     .data("/data/ticks")
+///     .symbols(["S000", "S001"])
+///     .commission_bps(1.0);
+/// assert!(sweep.validate().is_ok());
+/// assert_eq!(sweep.grid_ref().len(), 955);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    strategy: StrategyEntry,
+    grid: Grid,
+    data: Option<String>,
+    symbols: Option<Vec<String>>,
+    from: Option<NaiveDate>,
+    to: Option<NaiveDate>,
+    exec: ExecModel,
+}
+
+impl Sweep {
+    /// A sweep of strategy `S` with an empty grid and the default execution model.
+    #[must_use]
+    pub fn of<S: RegisteredStrategy>() -> Self {
+        Self::with_entry(entry::<S>())
+    }
+
+    /// A sweep of the strategy registered under `name`.
+    ///
+    /// # Errors
+    /// [`Error::Strategy`] if no strategy (or more than one) has that name.
+    pub fn named(name: &str) -> Result<Self> {
+        Ok(Self::with_entry(*find_strategy(name)?))
+    }
+
+    fn with_entry(strategy: StrategyEntry) -> Self {
+        Self {
+            strategy,
+            grid: Grid::new(),
+            data: None,
+            symbols: None,
+            from: None,
+            to: None,
+            exec: ExecModel::default(),
+        }
+    }
+
+    /// Sets the grid.
+    #[must_use]
+    pub fn grid(mut self, grid: Grid) -> Self {
+        self.grid = grid;
+        self
+    }
+
+    /// Sets the dataset location (path, `file://` or `s3://` URL).
+    #[must_use]
+    pub fn data(mut self, location: impl Into<String>) -> Self {
+        self.data = Some(location.into());
+        self
+    }
+
+    /// Restricts to these symbols (default: every symbol of the dataset).
+    #[must_use]
+    pub fn symbols<S: Into<String>>(mut self, symbols: impl IntoIterator<Item = S>) -> Self {
+        self.symbols = Some(symbols.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Restricts to dates between `from` and `to`, inclusive (`None`: open end).
+    #[must_use]
+    pub fn dates(mut self, from: Option<NaiveDate>, to: Option<NaiveDate>) -> Self {
+        self.from = from;
+        self.to = to;
+        self
+    }
+
+    /// Sets the execution model.
+    #[must_use]
+    pub fn exec(mut self, exec: ExecModel) -> Self {
+        self.exec = exec;
+        self
+    }
+
+    /// Sets the commission, basis points of traded notional.
+    #[must_use]
+    pub fn commission_bps(mut self, bps: f64) -> Self {
+        self.exec.commission_bps = bps;
+        self
+    }
+
+    /// Sets the slippage, basis points of traded notional.
+    #[must_use]
+    pub fn slippage_bps(mut self, bps: f64) -> Self {
+        self.exec.slippage_bps = bps;
+        self
+    }
+
+    /// The strategy.
+    #[must_use]
+    pub fn strategy(&self) -> &StrategyEntry {
+        &self.strategy
+    }
+
+    /// The grid.
+    #[must_use]
+    pub fn grid_ref(&self) -> &Grid {
+        &self.grid
+    }
+
+    /// The dataset location.
+    #[must_use]
+    pub fn data_location(&self) -> Option<&str> {
+        self.data.as_deref()
+    }
+
+    /// The symbol selection.
+    #[must_use]
+    pub fn symbol_selection(&self) -> Option<&[String]> {
+        self.symbols.as_deref()
+    }
+
+    /// The date selection.
+    #[must_use]
+    pub fn date_range(&self) -> (Option<NaiveDate>, Option<NaiveDate>) {
+        (self.from, self.to)
+    }
+
+    /// The execution model.
+    #[must_use]
+    pub fn exec_model(&self) -> &ExecModel {
+        &self.exec
+    }
+
+    /// Checks everything that can be checked without reading data, and reports every problem
+    /// at once: the grid against the strategy's parameters (empty grid, unknown axis, type
+    /// mismatch, bad constraint), the execution model, a missing dataset, an empty date range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSweep`] listing the problems.
+    pub fn validate(&self) -> Result<()> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.grid.check((self.strategy.schema)()) {
+            problems.extend(e.0.iter().map(ToString::to_string));
+        }
+        if let Err(bad) = self.exec.validate() {
+            problems.extend(bad);
+        }
+        if self.data.is_none() {
+            problems.push("no dataset: set one with .data(…) or --data".to_owned());
+        }
+        if let (Some(f), Some(t)) = (self.from, self.to)
+            && f > t
+        {
+            problems.push(format!("the date range {f}..{t} is empty"));
+        }
+        if self.symbols.as_ref().is_some_and(Vec::is_empty) {
+            problems.push("the symbol list is empty".to_owned());
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::InvalidSweep {
+                strategy: self.strategy.name.to_owned(),
+                problems,
+            })
+        }
+    }
+}
+
+/// Where the time went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Listing shards, checking footers and loading data before compute starts.
+    pub load: Duration,
+    /// From the first unit leased to the last result.
+    pub compute: Duration,
+    /// The whole run.
+    pub wall: Duration,
+    /// Tick-parameter evaluations.
+    pub evaluations: u64,
+}
+
+impl Timings {
+    /// Evaluations per second of compute.
+    #[must_use]
+    pub fn evaluations_per_second(&self) -> f64 {
+        self.evaluations as f64 / self.compute.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Everything a finished sweep produced: every cell, keyed by (parameter set, shard).
+#[derive(Clone, Debug)]
+pub struct SweepResults {
+    strategy: String,
+    version: String,
+    axes: Vec<String>,
+    sets: Vec<ParamSet>,
+    shards: Vec<Shard>,
+    cells: BTreeMap<CellKey, CellOutcome>,
+    /// Where the time went.
+    pub timings: Timings,
+}
+
+impl SweepResults {
+    pub(crate) fn new(
+        strategy: &StrategyEntry,
+        grid: &Grid,
+        sets: Vec<ParamSet>,
+        shards: Vec<Shard>,
+        cells: BTreeMap<CellKey, CellOutcome>,
+        timings: Timings,
+    ) -> Self {
+        Self {
+            strategy: strategy.name.to_owned(),
+            version: strategy.version.to_owned(),
+            axes: grid.axes().iter().map(|a| a.name.clone()).collect(),
+            sets,
+            shards,
+            cells,
+            timings,
+        }
+    }
+
+    /// Strategy name.
+    #[must_use]
+    pub fn strategy(&self) -> &str {
+        &self.strategy
+    }
+
+    /// Strategy version.
+    #[must_use]
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Axis names in grid order.
+    #[must_use]
+    pub fn axes(&self) -> &[String] {
+        &self.axes
+    }
+
+    /// Parameter sets in grid order.
+    #[must_use]
+    pub fn sets(&self) -> &[ParamSet] {
+        &self.sets
+    }
+
+    /// Shards.
+    #[must_use]
+    pub fn shards(&self) -> &[Shard] {
+        &self.shards
+    }
+
+    /// Cells by key.
+    #[must_use]
+    pub fn cells(&self) -> &BTreeMap<CellKey, CellOutcome> {
+        &self.cells
+    }
+
+    /// The outcome of one cell.
+    #[must_use]
+    pub fn get(&self, set: &ParamSet, shard: &Shard) -> Option<&CellOutcome> {
+        self.cells.get(&CellKey {
+            shard: shard.id(),
+            param_set: set.id(),
+        })
+    }
+
+    /// `(index of the parameter set, shard, outcome)` for every recorded cell, in shard order
+    /// then grid order.
+    pub fn rows(&self) -> impl Iterator<Item = (usize, &Shard, &CellOutcome)> {
+        self.shards.iter().flat_map(move |shard| {
+            let id = shard.id();
+            self.sets.iter().enumerate().filter_map(move |(i, set)| {
+                let key = CellKey {
+                    shard: id.clone(),
+                    param_set: set.id(),
+                };
+                self.cells.get(&key).map(|c| (i, shard, c))
+            })
+        })
+    }
+
+    /// Cells expected but not recorded (0 for a finished sweep).
+    #[must_use]
+    pub fn missing(&self) -> usize {
+        self.sets.len() * self.shards.len() - self.rows().count()
+    }
+
+    /// Failed cells with their parameter set and shard.
+    pub fn failures(&self) -> impl Iterator<Item = (&ParamSet, &Shard, &CellFailure)> {
+        self.rows()
+            .filter_map(|(i, shard, c)| c.as_ref().err().map(|f| (&self.sets[i], shard, f)))
+    }
+
+    /// The leaderboard by `metric`.
+    #[must_use]
+    pub fn leaderboard(&self, metric: RankMetric) -> Leaderboard {
+        Leaderboard::build(self, metric)
+    }
+}

@@ -1,0 +1,263 @@
+//! Writing a sweep's results: `results.csv`, `results.parquet` (one row per cell) and
+//! `leaderboard.csv`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
+    UInt64Builder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::Compression;
+use datafusion::parquet::file::properties::WriterProperties;
+
+use super::SweepResults;
+use super::leaderboard::Leaderboard;
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::params::{ParamKind, ParamValue};
+
+/// Metric columns, in output order.
+pub const METRIC_COLUMNS: [&str; 10] = [
+    "n_ticks",
+    "trades",
+    "total_return",
+    "max_drawdown",
+    "sharpe",
+    "sortino",
+    "round_trips",
+    "win_rate",
+    "profit_factor",
+    "exposure",
+];
+
+fn metric_strings(m: &Metrics) -> [String; 10] {
+    [
+        m.n_ticks.to_string(),
+        m.trades.to_string(),
+        m.total_return.to_string(),
+        m.max_drawdown.to_string(),
+        m.sharpe.to_string(),
+        m.sortino.to_string(),
+        m.round_trips.to_string(),
+        m.win_rate.to_string(),
+        m.profit_factor.to_string(),
+        m.exposure.to_string(),
+    ]
+}
+
+fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Output {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+/// Writes `results.csv`, `results.parquet` and `leaderboard.csv` into `dir` (created if needed).
+///
+/// # Errors
+/// [`Error::Output`] naming the file that could not be written.
+pub fn write_all(results: &SweepResults, leaderboard: &Leaderboard, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
+    let csv_path = dir.join("results.csv");
+    let file = std::fs::File::create(&csv_path).map_err(|e| output_error(&csv_path, e))?;
+    write_csv(results, std::io::BufWriter::new(file)).map_err(|e| output_error(&csv_path, e))?;
+
+    let pq_path = dir.join("results.parquet");
+    let batch = to_record_batch(results).map_err(|e| output_error(&pq_path, e))?;
+    let file = std::fs::File::create(&pq_path).map_err(|e| output_error(&pq_path, e))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))
+        .map_err(|e| output_error(&pq_path, e))?;
+    writer.write(&batch).map_err(|e| output_error(&pq_path, e))?;
+    writer.close().map_err(|e| output_error(&pq_path, e))?;
+
+    let lb_path = dir.join("leaderboard.csv");
+    let file = std::fs::File::create(&lb_path).map_err(|e| output_error(&lb_path, e))?;
+    leaderboard
+        .write_csv(std::io::BufWriter::new(file))
+        .map_err(|e| output_error(&lb_path, e))?;
+    Ok(())
+}
+
+/// Writes one CSV row per cell: the axes, `symbol`, the metrics, `param_set_id`, `shard` and
+/// `error` (empty for a successful cell). Rows are in shard order, then grid order.
+///
+/// # Errors
+/// A CSV or I/O error.
+pub fn write_csv<W: std::io::Write>(results: &SweepResults, w: W) -> csv::Result<()> {
+    let mut out = csv::Writer::from_writer(w);
+    let mut header: Vec<&str> = results.axes().iter().map(String::as_str).collect();
+    header.push("symbol");
+    header.extend(METRIC_COLUMNS);
+    header.extend(["param_set_id", "shard", "error"]);
+    out.write_record(&header)?;
+    for (set_index, shard, outcome) in results.rows() {
+        let set = &results.sets()[set_index];
+        let mut rec: Vec<String> = results
+            .axes()
+            .iter()
+            .map(|a| set.get(a).map(ToString::to_string).unwrap_or_default())
+            .collect();
+        rec.push(shard.symbol().to_owned());
+        match outcome {
+            Ok(m) => rec.extend(metric_strings(m)),
+            Err(_) => rec.extend(std::iter::repeat_n(String::new(), METRIC_COLUMNS.len())),
+        }
+        rec.push(set.id().to_string());
+        rec.push(shard.to_string());
+        rec.push(outcome.as_ref().err().map(ToString::to_string).unwrap_or_default());
+        out.write_record(&rec)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+enum ParamColumn {
+    Int(Int64Builder),
+    Float(Float64Builder),
+    Bool(BooleanBuilder),
+    Choice(StringBuilder),
+}
+
+impl ParamColumn {
+    fn new(kind: ParamKind) -> Self {
+        match kind {
+            ParamKind::Int => Self::Int(Int64Builder::new()),
+            ParamKind::Float => Self::Float(Float64Builder::new()),
+            ParamKind::Bool => Self::Bool(BooleanBuilder::new()),
+            ParamKind::Choice => Self::Choice(StringBuilder::new()),
+        }
+    }
+
+    fn append(&mut self, v: Option<&ParamValue>) {
+        match (self, v) {
+            (Self::Int(b), Some(ParamValue::Int(i))) => b.append_value(*i),
+            (Self::Float(b), Some(ParamValue::Float(x))) => b.append_value(*x),
+            (Self::Bool(b), Some(ParamValue::Bool(x))) => b.append_value(*x),
+            (Self::Choice(b), Some(ParamValue::Choice(s))) => b.append_value(s),
+            (Self::Int(b), _) => b.append_null(),
+            (Self::Float(b), _) => b.append_null(),
+            (Self::Bool(b), _) => b.append_null(),
+            (Self::Choice(b), _) => b.append_null(),
+        }
+    }
+
+    fn finish(self) -> (DataType, ArrayRef) {
+        match self {
+            Self::Int(mut b) => (DataType::Int64, Arc::new(b.finish())),
+            Self::Float(mut b) => (DataType::Float64, Arc::new(b.finish())),
+            Self::Bool(mut b) => (DataType::Boolean, Arc::new(b.finish())),
+            Self::Choice(mut b) => (DataType::Utf8, Arc::new(b.finish())),
+        }
+    }
+}
+
+/// The results as one Arrow record batch (same columns as the CSV, typed; metrics of failed
+/// cells are null).
+///
+/// # Errors
+/// An Arrow error if the columns do not line up (a bug).
+pub fn to_record_batch(
+    results: &SweepResults,
+) -> std::result::Result<RecordBatch, datafusion::arrow::error::ArrowError> {
+    let mut params: Vec<ParamColumn> = results
+        .axes()
+        .iter()
+        .map(|a| {
+            let kind = results
+                .sets()
+                .first()
+                .and_then(|s| s.get(a))
+                .map_or(ParamKind::Int, ParamValue::kind);
+            ParamColumn::new(kind)
+        })
+        .collect();
+    let mut symbol = StringBuilder::new();
+    let mut ints: [UInt64Builder; 3] = Default::default();
+    let mut floats: [Float64Builder; 7] = Default::default();
+    let (mut id, mut shard_col, mut error) =
+        (StringBuilder::new(), StringBuilder::new(), StringBuilder::new());
+    for (set_index, shard, outcome) in results.rows() {
+        let set = &results.sets()[set_index];
+        for (col, axis) in params.iter_mut().zip(results.axes()) {
+            col.append(set.get(axis));
+        }
+        symbol.append_value(shard.symbol());
+        match outcome {
+            Ok(m) => {
+                for (b, v) in ints.iter_mut().zip([m.n_ticks, m.trades, m.round_trips]) {
+                    b.append_value(v);
+                }
+                let fs = [
+                    m.total_return,
+                    m.max_drawdown,
+                    m.sharpe,
+                    m.sortino,
+                    m.win_rate,
+                    m.profit_factor,
+                    m.exposure,
+                ];
+                for (b, v) in floats.iter_mut().zip(fs) {
+                    b.append_value(v);
+                }
+                error.append_null();
+            }
+            Err(f) => {
+                ints.iter_mut().for_each(UInt64Builder::append_null);
+                floats.iter_mut().for_each(Float64Builder::append_null);
+                error.append_value(f.to_string());
+            }
+        }
+        id.append_value(set.id().to_string());
+        shard_col.append_value(shard.to_string());
+    }
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (col, axis) in params.into_iter().zip(results.axes()) {
+        let (dt, array) = col.finish();
+        fields.push(Field::new(axis, dt, true));
+        columns.push(array);
+    }
+    fields.push(Field::new("symbol", DataType::Utf8, false));
+    columns.push(Arc::new(symbol.finish()));
+    let [mut n_ticks, mut trades, mut round_trips] = ints;
+    let [
+        mut total_return,
+        mut max_drawdown,
+        mut sharpe,
+        mut sortino,
+        mut win_rate,
+        mut profit_factor,
+        mut exposure,
+    ] = floats;
+    let metric_arrays: [(&str, ArrayRef); 10] = [
+        ("n_ticks", Arc::new(n_ticks.finish())),
+        ("trades", Arc::new(trades.finish())),
+        ("total_return", Arc::new(total_return.finish())),
+        ("max_drawdown", Arc::new(max_drawdown.finish())),
+        ("sharpe", Arc::new(sharpe.finish())),
+        ("sortino", Arc::new(sortino.finish())),
+        ("round_trips", Arc::new(round_trips.finish())),
+        ("win_rate", Arc::new(win_rate.finish())),
+        ("profit_factor", Arc::new(profit_factor.finish())),
+        ("exposure", Arc::new(exposure.finish())),
+    ];
+    for (name, array) in metric_arrays {
+        fields.push(Field::new(name, array.data_type().clone(), true));
+        columns.push(array);
+    }
+    for (name, mut b, nullable) in [
+        ("param_set_id", id, false),
+        ("shard", shard_col, false),
+        ("error", error, true),
+    ] {
+        fields.push(Field::new(name, DataType::Utf8, nullable));
+        columns.push(Arc::new(b.finish()));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+}
