@@ -1,1 +1,10 @@
+//! gridtest's integration tests: one binary, a module per area.
 
+mod data_errors;
+mod engine;
+mod grid;
+mod macros;
+mod panics;
+mod registry;
+mod streaming;
+mod w1;

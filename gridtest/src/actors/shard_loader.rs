@@ -10,6 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::data::{DataError, Shard, ShardData, ShardId, ShardInfo, ShardReader};
@@ -143,7 +144,16 @@ impl Actor for ShardLoader {
                     let budget = state.budget;
                     tokio::spawn(async move {
                         let started = Instant::now();
-                        let result = read(&reader, &shard, budget).await;
+                        // A panic in a reader must not leave the waiters hanging.
+                        let result = std::panic::AssertUnwindSafe(read(&reader, &shard, budget))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(DataError::Unreadable {
+                                    file: shard.to_string(),
+                                    reason: "the reader panicked".to_owned(),
+                                })
+                            });
                         let _ = myself.cast(ShardLoaderMsg::Loaded(id, result, started.elapsed()));
                     });
                 }

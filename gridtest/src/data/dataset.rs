@@ -44,7 +44,10 @@ impl Dataset {
         let mut url = match Url::parse(location) {
             Ok(url) if url.scheme().len() > 1 => url,
             _ => {
-                let abs = std::path::absolute(location).map_err(|e| invalid(e.to_string()))?;
+                // Resolve `..` and symlinks when the path exists (object_store rejects `..`).
+                let abs = std::fs::canonicalize(location)
+                    .or_else(|_| std::path::absolute(location))
+                    .map_err(|e| invalid(e.to_string()))?;
                 Url::from_directory_path(&abs)
                     .map_err(|()| invalid("not an absolute path".to_owned()))?
             }

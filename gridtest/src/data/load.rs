@@ -30,7 +30,7 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::parquet::arrow::parquet_to_arrow_schema;
 use datafusion::prelude::{Expr, SessionConfig, SessionContext, col, lit};
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::{ObjectMeta, ObjectStore};
 
 use super::columns::{Checker, FeedBatch, FileInfo, ShardData, ShardInfo};
@@ -46,17 +46,18 @@ pub const BATCH_ROWS: usize = 8192;
 const FOOTER_CONCURRENCY: usize = 8;
 
 /// The table schema of a kind: `ts` (timestamp ns UTC) then the value columns as `Float64`.
+/// Columns are nullable here so that a null reaches the checks, which name its file and row.
 #[must_use]
 pub fn table_schema(kind: DataKind) -> SchemaRef {
     let mut fields = vec![Field::new(
         "ts",
         DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
-        false,
+        true,
     )];
     fields.extend(
         kind.columns()
             .iter()
-            .map(|c| Field::new(*c, DataType::Float64, false)),
+            .map(|c| Field::new(*c, DataType::Float64, true)),
     );
     Arc::new(Schema::new(fields))
 }
@@ -212,9 +213,13 @@ impl ShardReader {
             file: url.clone(),
             reason,
         };
-        let footer = DFParquetMetadata::new(&*self.store, &meta)
-            .fetch_metadata()
+        // A malformed footer can make the Parquet decoder panic: that is a bad file, not a crash.
+        let fetcher = DFParquetMetadata::new(&*self.store, &meta);
+        let fetch = fetcher.fetch_metadata();
+        let footer = std::panic::AssertUnwindSafe(fetch)
+            .catch_unwind()
             .await
+            .map_err(|_| unreadable("the Parquet footer is malformed".to_owned()))?
             .map_err(|e| match e {
                 DataFusionError::ObjectStore(source)
                     if !matches!(*source, object_store::Error::NotFound { .. }) =>

@@ -1,0 +1,58 @@
+//! Sweep validation: every problem of a sweep reported at once, before anything runs.
+
+use gridtest::{Error, Grid, Sweep};
+use gridtest_examples::SmaCrossover;
+use gridtest_tests::{run_with, quiet, w1_smoke};
+
+fn problems(sweep: &Sweep) -> String {
+    match sweep.validate() {
+        Err(e @ Error::InvalidSweep { .. }) => e.to_string(),
+        other => panic!("expected InvalidSweep, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_empty_grid_is_a_clear_error() {
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(Grid::new().axis("fast", [50]).axis("slow", [20]).constrain("fast < slow"))
+        .data("/nowhere");
+    let text = problems(&sweep);
+    assert!(text.contains("sweep of `sma_crossover` is invalid"), "{text}");
+    assert!(text.contains("the grid is empty: the constraints exclude all 1 combinations"), "{text}");
+}
+
+#[test]
+fn unknown_axes_type_mismatches_and_settings_are_all_reported() {
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(Grid::new().axis("fast", [5.5]).axis("slwo", [20]))
+        .commission_bps(-1.0)
+        .symbols(Vec::<String>::new());
+    let text = problems(&sweep);
+    for needle in [
+        "axis `fast` value 5.5 (float) does not fit parameter `fast: usize`",
+        "axis `slwo` is not a parameter of the strategy (its parameters: fast, slow)",
+        "parameter `slow: usize` has no axis in the grid",
+        "commission_bps = -1 is out of range",
+        "no dataset",
+        "the symbol list is empty",
+    ] {
+        assert!(text.contains(needle), "missing `{needle}` in\n{text}");
+    }
+}
+
+#[test]
+fn unknown_symbols_and_missing_datasets_name_themselves() {
+    let (data, _) = w1_smoke();
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(Grid::new().axis("fast", [5]).axis("slow", [20]))
+        .data(data.display().to_string())
+        .symbols(["S000", "NOPE"]);
+    let err = run_with(&sweep, &quiet()).unwrap_err().to_string();
+    assert!(err.contains("symbol `NOPE` is not in"), "{err}");
+    assert!(err.contains("S000, S001"), "lists what is there: {err}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let sweep = sweep.data(empty.path().display().to_string()).symbols(["S000"]);
+    let err = run_with(&sweep, &quiet()).unwrap_err().to_string();
+    assert!(err.contains("no `symbol=…/date=…` partitions under"), "{err}");
+}

@@ -1,0 +1,8 @@
+use gridtest::prelude::*;
+
+#[derive(Params)]
+struct P<T> {
+    fast: T,
+}
+
+fn main() {}

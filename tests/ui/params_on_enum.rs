@@ -1,0 +1,9 @@
+use gridtest::prelude::*;
+
+#[derive(Params)]
+enum Mode {
+    Fast,
+    Slow,
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use gridtest::prelude::*;
+
+#[derive(Params)]
+struct Windows(usize, usize);
+
+fn main() {}

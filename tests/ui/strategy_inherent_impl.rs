@@ -1,0 +1,8 @@
+struct S;
+
+#[gridtest::strategy(name = "s")]
+impl S {
+    fn go(&self) {}
+}
+
+fn main() {}

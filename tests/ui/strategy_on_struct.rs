@@ -1,0 +1,6 @@
+#[gridtest::strategy(name = "s")]
+struct S {
+    fast: usize,
+}
+
+fn main() {}
