@@ -25,11 +25,15 @@ pub struct Breakout {
 }
 
 fn highest(now: &Cursor<'_, Bars>, from: usize, n: usize) -> f64 {
-    (from..from + n).map(|k| now.high_back(k)).fold(f64::MIN, f64::max)
+    (from..from + n)
+        .map(|k| now.high_back(k))
+        .fold(f64::MIN, f64::max)
 }
 
 fn lowest(now: &Cursor<'_, Bars>, from: usize, n: usize) -> f64 {
-    (from..from + n).map(|k| now.low_back(k)).fold(f64::MAX, f64::min)
+    (from..from + n)
+        .map(|k| now.low_back(k))
+        .fold(f64::MAX, f64::min)
 }
 
 #[gridtest::strategy(name = "breakout", version = "1")]
@@ -38,7 +42,10 @@ impl Strategy for Breakout {
     type Feed = Bars;
 
     fn new(p: &BreakoutParams) -> Self {
-        assert!(p.entry > 0 && p.exit > 0, "channel lengths must be positive");
+        assert!(
+            p.entry > 0 && p.exit > 0,
+            "channel lengths must be positive"
+        );
         Self {
             entry: p.entry,
             exit: p.exit,
@@ -58,9 +65,9 @@ impl Strategy for Breakout {
         let close = now.close();
         let upper = highest(now, 1, self.entry);
         let lower = lowest(now, 1, self.entry);
-        if self.position > 0.0 && close < lowest(now, 1, self.exit) {
-            self.position = 0.0;
-        } else if self.position < 0.0 && close > highest(now, 1, self.exit) {
+        let exit_long = self.position > 0.0 && close < lowest(now, 1, self.exit);
+        let exit_short = self.position < 0.0 && close > highest(now, 1, self.exit);
+        if exit_long || exit_short {
             self.position = 0.0;
         }
         if close > upper {

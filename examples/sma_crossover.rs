@@ -61,8 +61,14 @@ fn main() -> anyhow::Result<()> {
         cli.run.out = Some("out/sma_crossover".into());
     }
     let grid = Grid::new()
-        .axis("fast", (cli.fast_min..=cli.fast_max).step_by(cli.fast_step.max(1)))
-        .axis("slow", (cli.slow_min..=cli.slow_max).step_by(cli.slow_step.max(1)))
+        .axis(
+            "fast",
+            (cli.fast_min..=cli.fast_max).step_by(cli.fast_step.max(1)),
+        )
+        .axis(
+            "slow",
+            (cli.slow_min..=cli.slow_max).step_by(cli.slow_step.max(1)),
+        )
         .constrain("fast < slow");
     let sweep = Sweep::of::<SmaCrossover>()
         .grid(grid)

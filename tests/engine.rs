@@ -43,7 +43,10 @@ impl Strategy for ScriptedTicks {
     type Params = ScriptParams;
     type Feed = Ticks;
     fn new(p: &ScriptParams) -> Self {
-        Self { seed: p.seed, style: p.style.clone() }
+        Self {
+            seed: p.seed,
+            style: p.style.clone(),
+        }
     }
     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
         scripted_target(self.seed, &self.style, now.index())
@@ -60,7 +63,10 @@ impl Strategy for ScriptedBars {
     type Params = ScriptParams;
     type Feed = Bars;
     fn new(p: &ScriptParams) -> Self {
-        Self { seed: p.seed, style: p.style.clone() }
+        Self {
+            seed: p.seed,
+            style: p.style.clone(),
+        }
     }
     fn on_data(&mut self, now: &Cursor<'_, Bars>) -> f64 {
         scripted_target(self.seed, &self.style, now.index())
@@ -69,12 +75,20 @@ impl Strategy for ScriptedBars {
 
 /// Independent simulation: cash and units; `fill[t]` executes the target of `t-1`, `mark[t]`
 /// values the book at the end of event `t`.
-fn reference(fill: &[f64], mark: &[f64], targets: &[f64], c: f64, days: u32, bars: bool) -> Metrics {
+fn reference(
+    fill: &[f64],
+    mark: &[f64],
+    targets: &[f64],
+    c: f64,
+    days: u32,
+    bars: bool,
+) -> Metrics {
     let n = fill.len();
     let (mut cash, mut units, mut held) = (1.0f64, 0.0f64, 0.0f64);
     let mut equity = vec![1.0f64];
     let (mut trades, mut exposed) = (0u64, 0u64);
-    let (mut entry, mut round_trips, mut wins, mut gross_win, mut gross_loss) = (1.0, 0u64, 0u64, 0.0, 0.0);
+    let (mut entry, mut round_trips, mut wins, mut gross_win, mut gross_loss) =
+        (1.0, 0u64, 0u64, 0.0, 0.0);
     for t in 1..n {
         let target = targets[t - 1].clamp(-1.0, 1.0);
         let was_exposed = units != 0.0;
@@ -125,10 +139,22 @@ fn reference(fill: &[f64], mark: &[f64], targets: &[f64], c: f64, days: u32, bar
         trades,
         total_return: equity[n - 1] - 1.0,
         max_drawdown: max_dd,
-        sharpe: if std > 0.0 { mean / std * per_year } else { 0.0 },
-        sortino: if downside > 0.0 { mean / downside * per_year } else { 0.0 },
+        sharpe: if std > 0.0 {
+            mean / std * per_year
+        } else {
+            0.0
+        },
+        sortino: if downside > 0.0 {
+            mean / downside * per_year
+        } else {
+            0.0
+        },
         round_trips,
-        win_rate: if round_trips > 0 { wins as f64 / round_trips as f64 } else { 0.0 },
+        win_rate: if round_trips > 0 {
+            wins as f64 / round_trips as f64
+        } else {
+            0.0
+        },
         profit_factor: if gross_loss > 0.0 {
             gross_win / gross_loss
         } else if gross_win > 0.0 {
@@ -195,15 +221,26 @@ fn ticks_match_the_independent_simulation() {
     let n = 5000; // more than two tiles
     let price = random_walk(n, 42, 50.0);
     let ts: Vec<i64> = (0..n as i64).collect();
-    let shard = Shard::new("T", "2024-01-02".parse().unwrap(), "2024-01-03".parse().unwrap());
+    let shard = Shard::new(
+        "T",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-03".parse().unwrap(),
+    );
     let data = ShardData::from_ticks(shard, ts, price.clone(), vec![1.0; n], 2).unwrap();
-    let exec = ExecModel::default().with_commission_bps(3.0).with_slippage_bps(2.0);
+    let exec = ExecModel::default()
+        .with_commission_bps(3.0)
+        .with_slippage_bps(2.0);
     let sets = sets(&STYLES);
     let cells = run_chunk::<ScriptedTicks>(&data, &sets, &exec);
     for (set, cell) in sets.iter().zip(&cells) {
-        let seed = match set.get("seed") { Some(ParamValue::Int(s)) => *s, _ => unreachable!() };
+        let seed = match set.get("seed") {
+            Some(ParamValue::Int(s)) => *s,
+            _ => unreachable!(),
+        };
         let style = set.get("style").unwrap().to_string();
-        let targets: Vec<f64> = (0..n as u64).map(|t| scripted_target(seed, &style, t)).collect();
+        let targets: Vec<f64> = (0..n as u64)
+            .map(|t| scripted_target(seed, &style, t))
+            .collect();
         let want = reference(&price, &price, &targets, 5e-4, 2, false);
         assert!(want.trades > 100, "the script trades");
         assert_matches(cell.as_ref().unwrap(), &want, &set.to_string());
@@ -219,10 +256,22 @@ fn bars_fill_at_the_next_open_and_mark_at_the_close() {
         .enumerate()
         .map(|(t, c)| c * (1.0 + 0.001 * (((splitmix(t as u64) % 201) as f64 / 100.0) - 1.0)))
         .collect();
-    let high: Vec<f64> = open.iter().zip(&close_px).map(|(o, c)| o.max(*c) * 1.001).collect();
-    let low: Vec<f64> = open.iter().zip(&close_px).map(|(o, c)| o.min(*c) * 0.999).collect();
+    let high: Vec<f64> = open
+        .iter()
+        .zip(&close_px)
+        .map(|(o, c)| o.max(*c) * 1.001)
+        .collect();
+    let low: Vec<f64> = open
+        .iter()
+        .zip(&close_px)
+        .map(|(o, c)| o.min(*c) * 0.999)
+        .collect();
     let ts: Vec<i64> = (0..n as i64).collect();
-    let shard = Shard::new("B", "2024-01-02".parse().unwrap(), "2024-01-31".parse().unwrap());
+    let shard = Shard::new(
+        "B",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-31".parse().unwrap(),
+    );
     let data = ShardData::from_columns(
         shard,
         DataKind::Bars,
@@ -235,9 +284,14 @@ fn bars_fill_at_the_next_open_and_mark_at_the_close() {
     let sets = sets(&STYLES);
     let cells = run_chunk::<ScriptedBars>(&data, &sets, &exec);
     for (set, cell) in sets.iter().zip(&cells) {
-        let seed = match set.get("seed") { Some(ParamValue::Int(s)) => *s, _ => unreachable!() };
+        let seed = match set.get("seed") {
+            Some(ParamValue::Int(s)) => *s,
+            _ => unreachable!(),
+        };
         let style = set.get("style").unwrap().to_string();
-        let targets: Vec<f64> = (0..n as u64).map(|t| scripted_target(seed, &style, t)).collect();
+        let targets: Vec<f64> = (0..n as u64)
+            .map(|t| scripted_target(seed, &style, t))
+            .collect();
         let want = reference(&open, &close_px, &targets, 1e-4, 22, true);
         assert_matches(cell.as_ref().unwrap(), &want, &set.to_string());
     }
@@ -245,19 +299,47 @@ fn bars_fill_at_the_next_open_and_mark_at_the_close() {
 
 #[test]
 fn a_tick_strategy_on_bar_data_fails_its_cells_clearly() {
-    let shard = Shard::new("B", "2024-01-02".parse().unwrap(), "2024-01-02".parse().unwrap());
-    let data = ShardData::from_columns(shard, DataKind::Bars, vec![1, 2], vec![vec![1.0; 2]; 5], 1).unwrap();
+    let shard = Shard::new(
+        "B",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-02".parse().unwrap(),
+    );
+    let data = ShardData::from_columns(shard, DataKind::Bars, vec![1, 2], vec![vec![1.0; 2]; 5], 1)
+        .unwrap();
     let cells = run_chunk::<ScriptedTicks>(&data, &sets(&["long_only"]), &ExecModel::default());
     let err = cells[0].as_ref().unwrap_err();
-    assert!(err.message.contains("holds bars but the strategy consumes ticks"), "{err}");
+    assert!(
+        err.message
+            .contains("holds bars but the strategy consumes ticks"),
+        "{err}"
+    );
 }
 
 #[test]
 fn in_memory_data_is_checked_like_a_file() {
-    let shard = Shard::new("T", "2024-01-02".parse().unwrap(), "2024-01-02".parse().unwrap());
-    let err = ShardData::from_ticks(shard.clone(), vec![1, 2, 3], vec![1.0, f64::NAN, 1.0], vec![1.0; 3], 1)
-        .unwrap_err();
-    assert!(err.to_string().contains("memory: column `price` = NaN at row 1"), "{err}");
-    let err = ShardData::from_ticks(shard, vec![1, 3, 2], vec![1.0; 3], vec![1.0; 3], 1).unwrap_err();
-    assert!(err.to_string().contains("timestamp goes backwards at row 2"), "{err}");
+    let shard = Shard::new(
+        "T",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-02".parse().unwrap(),
+    );
+    let err = ShardData::from_ticks(
+        shard.clone(),
+        vec![1, 2, 3],
+        vec![1.0, f64::NAN, 1.0],
+        vec![1.0; 3],
+        1,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("memory: column `price` = NaN at row 1"),
+        "{err}"
+    );
+    let err =
+        ShardData::from_ticks(shard, vec![1, 3, 2], vec![1.0; 3], vec![1.0; 3], 1).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("timestamp goes backwards at row 2"),
+        "{err}"
+    );
 }

@@ -2,7 +2,7 @@
 
 use gridtest::{Error, Grid, Sweep};
 use gridtest_examples::SmaCrossover;
-use gridtest_tests::{run_with, quiet, w1_smoke};
+use gridtest_tests::{quiet, run_with, w1_smoke};
 
 fn problems(sweep: &Sweep) -> String {
     match sweep.validate() {
@@ -14,11 +14,22 @@ fn problems(sweep: &Sweep) -> String {
 #[test]
 fn an_empty_grid_is_a_clear_error() {
     let sweep = Sweep::of::<SmaCrossover>()
-        .grid(Grid::new().axis("fast", [50]).axis("slow", [20]).constrain("fast < slow"))
+        .grid(
+            Grid::new()
+                .axis("fast", [50])
+                .axis("slow", [20])
+                .constrain("fast < slow"),
+        )
         .data("/nowhere");
     let text = problems(&sweep);
-    assert!(text.contains("sweep of `sma_crossover` is invalid"), "{text}");
-    assert!(text.contains("the grid is empty: the constraints exclude all 1 combinations"), "{text}");
+    assert!(
+        text.contains("sweep of `sma_crossover` is invalid"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the grid is empty: the constraints exclude all 1 combinations"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -52,7 +63,12 @@ fn unknown_symbols_and_missing_datasets_name_themselves() {
     assert!(err.contains("S000, S001"), "lists what is there: {err}");
 
     let empty = tempfile::tempdir().unwrap();
-    let sweep = sweep.data(empty.path().display().to_string()).symbols(["S000"]);
+    let sweep = sweep
+        .data(empty.path().display().to_string())
+        .symbols(["S000"]);
     let err = run_with(&sweep, &quiet()).unwrap_err().to_string();
-    assert!(err.contains("no `symbol=…/date=…` partitions under"), "{err}");
+    assert!(
+        err.contains("no `symbol=…/date=…` partitions under"),
+        "{err}"
+    );
 }

@@ -9,8 +9,8 @@ use chrono::NaiveDate;
 use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, TimestampNanosecondArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::parquet::arrow::ArrowWriter;
-use gridtest::data::synth::{self, SynthSpec};
 use gridtest::data::Dataset;
+use gridtest::data::synth::{self, SynthSpec};
 use gridtest::{DataKind, Grid, RunOptions, Sweep, SweepResults};
 
 /// The repository's test data folder.
@@ -192,7 +192,11 @@ pub struct W1Diff {
 pub fn compare_w1(got: &W1Table, reference: &W1Table) -> Result<W1Diff, String> {
     let mut problems = Vec::new();
     if got.len() != reference.len() {
-        problems.push(format!("{} cells, reference has {}", got.len(), reference.len()));
+        problems.push(format!(
+            "{} cells, reference has {}",
+            got.len(),
+            reference.len()
+        ));
     }
     let mut diff = W1Diff::default();
     for (key, want) in reference {
@@ -293,7 +297,13 @@ impl Scratch {
     ///
     /// # Panics
     /// On I/O errors.
-    pub fn write_batch(&self, symbol: &str, date: &str, file: &str, batch: &RecordBatch) -> PathBuf {
+    pub fn write_batch(
+        &self,
+        symbol: &str,
+        date: &str,
+        file: &str,
+        batch: &RecordBatch,
+    ) -> PathBuf {
         let path = self.file(symbol, date, file);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         let f = std::fs::File::create(&path).expect("create");

@@ -24,38 +24,57 @@ impl Strategy for Fragile {
     type Feed = Ticks;
     fn new(p: &FragileParams) -> Self {
         assert!(p.bomb != 5, "bomb 5 refuses to start");
-        Self { mean: RollingMean::new(p.window), bomb: p.bomb }
+        Self {
+            mean: RollingMean::new(p.window),
+            bomb: p.bomb,
+        }
     }
     fn lookback(&self) -> usize {
         self.mean.window()
     }
     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
-        self.mean.push(now.price(), now.price_back(self.mean.window()));
+        self.mean
+            .push(now.price(), now.price_back(self.mean.window()));
         if self.bomb == 3 && now.index() == 4000 {
             panic!("boom at {}", now.index());
         }
         if self.bomb == 7 && now.index() == 10 {
             return f64::NAN;
         }
-        if now.price() > self.mean.mean() { 1.0 } else { 0.0 }
+        if now.price() > self.mean.mean() {
+            1.0
+        } else {
+            0.0
+        }
     }
 }
 
 fn sweep(bombs: Vec<i64>) -> Sweep {
     let (data, _) = w1_smoke();
     Sweep::of::<Fragile>()
-        .grid(Grid::new().axis("window", [10, 50, 200]).axis("bomb", bombs))
+        .grid(
+            Grid::new()
+                .axis("window", [10, 50, 200])
+                .axis("bomb", bombs),
+        )
         .data(data.display().to_string())
 }
 
 #[test]
 fn panics_fail_only_their_cells() {
     let results = run(&sweep(vec![0, 3, 5, 7]));
-    assert_eq!(results.cells().len(), 3 * 4 * 2, "every cell has a final state");
+    assert_eq!(
+        results.cells().len(),
+        3 * 4 * 2,
+        "every cell has a final state"
+    );
     let failures: Vec<_> = results.failures().collect();
     assert_eq!(failures.len(), 3 * 3 * 2);
     for (set, shard, f) in &failures {
-        let bomb = match set.get("bomb") { Some(ParamValue::Int(b)) => *b, _ => unreachable!() };
+        let bomb = match set.get("bomb") {
+            Some(ParamValue::Int(b)) => *b,
+            _ => unreachable!(),
+        };
         let expected = match bomb {
             3 => (FailureKind::Panic, "boom at 4000"),
             5 => (FailureKind::Panic, "bomb 5 refuses to start"),

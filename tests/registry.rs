@@ -50,7 +50,10 @@ fn strategies_of_linked_crates_are_found_by_name() {
 fn unknown_and_duplicate_names_are_clear_errors() {
     let err = find_strategy("no_such_strategy").unwrap_err();
     assert!(matches!(err, StrategyError::Unknown { .. }));
-    assert!(err.to_string().contains("sma_crossover"), "lists the known names: {err}");
+    assert!(
+        err.to_string().contains("sma_crossover"),
+        "lists the known names: {err}"
+    );
     let err = find_strategy("registry_test_twice").unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, StrategyError::Duplicate { .. }), "{text}");

@@ -11,8 +11,16 @@ fn streamed_shards_give_identical_results() {
     let sweep = Sweep::of::<SmaCrossover>()
         .grid(w1_grid())
         .data(data.display().to_string());
-    let cached = RunOptions { threads: 2, progress: false, ..RunOptions::default() };
-    let streamed = RunOptions { cache_bytes: 0, unit_evals: 1_000_000, ..cached.clone() };
+    let cached = RunOptions {
+        threads: 2,
+        progress: false,
+        ..RunOptions::default()
+    };
+    let streamed = RunOptions {
+        cache_bytes: 0,
+        unit_evals: 1_000_000,
+        ..cached.clone()
+    };
     let a = run_with(&sweep, &cached).unwrap();
     let b = run_with(&sweep, &streamed).unwrap();
     assert_eq!(a.cells().len(), 1910);

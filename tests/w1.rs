@@ -78,7 +78,14 @@ fn example_binary_rejects_an_empty_grid_clearly() {
     let output = Command::new(example_binary("sma_crossover"))
         .arg("--data")
         .arg(&data)
-        .args(["--fast-min", "500", "--fast-max", "600", "--slow-max", "400"])
+        .args([
+            "--fast-min",
+            "500",
+            "--fast-max",
+            "600",
+            "--slow-max",
+            "400",
+        ])
         .args(["--no-progress"])
         .output()
         .unwrap();

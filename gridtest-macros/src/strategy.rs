@@ -15,7 +15,8 @@ pub(crate) struct StrategyIr {
     version: Option<LitStr>,
 }
 
-const USAGE: &str = "expected `#[gridtest::strategy(name = \"my_strategy\")]` on `impl Strategy for MyType { … }`";
+const USAGE: &str =
+    "expected `#[gridtest::strategy(name = \"my_strategy\")]` on `impl Strategy for MyType { … }`";
 
 fn string_arg(nv: &MetaNameValue) -> syn::Result<LitStr> {
     match &nv.value {
@@ -35,16 +36,21 @@ pub(crate) fn parse(args: TokenStream, item: TokenStream) -> syn::Result<Strateg
         .map_err(|e| syn::Error::new(e.span(), format!("{e}; {USAGE}")))?;
     let (mut name, mut version) = (None, None);
     for nv in &args {
-        let key = nv.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        let key = nv
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         let slot = match key.as_str() {
             "name" => &mut name,
             "version" => &mut version,
             _ => {
+                let path = &nv.path;
                 return Err(syn::Error::new(
-                    nv.path.span(),
+                    path.span(),
                     format!(
                         "unknown argument `{}`: expected `name = \"…\"` and optionally `version = \"…\"`",
-                        quote!(#nv.path).to_string().replace(' ', "")
+                        quote!(#path).to_string().replace(' ', "")
                     ),
                 ));
             }

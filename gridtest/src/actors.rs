@@ -20,6 +20,6 @@ pub use shard_loader::{
     SharedDataError,
 };
 pub use supervisor::{
-    ScorerTemplate, Supervisor, SupervisorArgs, SupervisorMsg, SupervisorOutcome,
-    SupervisorState, UnitReport,
+    ScorerTemplate, Supervisor, SupervisorArgs, SupervisorMsg, SupervisorOutcome, SupervisorState,
+    UnitReport,
 };

@@ -59,7 +59,10 @@ impl FromStr for ParamSetId {
 /// assert_eq!(a.to_string(), "fast=5 slow=20");
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(from = "Vec<(Arc<str>, ParamValue)>", into = "Vec<(Arc<str>, ParamValue)>")]
+#[serde(
+    from = "Vec<(Arc<str>, ParamValue)>",
+    into = "Vec<(Arc<str>, ParamValue)>"
+)]
 pub struct ParamSet {
     values: Vec<(Arc<str>, ParamValue)>,
     id: ParamSetId,

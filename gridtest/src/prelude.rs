@@ -1,8 +1,8 @@
 //! Everything a strategy author needs: `use gridtest::prelude::*;`.
 
+pub use crate::Params;
 pub use crate::indicators::RollingMean;
 pub use crate::params::{Grid, ParamKind, ParamSet, ParamValue};
-pub use crate::Params;
 pub use crate::strategy::{Bars, Cursor, RegisteredStrategy, Strategy, Ticks};
 pub use crate::sweep::Sweep;
 pub use crate::{ExecModel, RankMetric};

@@ -59,8 +59,14 @@ impl Progress {
         } else if self.last_log.elapsed() >= LOG_EVERY {
             self.last_log = Instant::now();
             let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-            tracing::info!(done, total = self.total, failed, requeued = self.requeued,
-                cells_per_s = format!("{rate:.1}"), "progress");
+            tracing::info!(
+                done,
+                total = self.total,
+                failed,
+                requeued = self.requeued,
+                cells_per_s = format!("{rate:.1}"),
+                "progress"
+            );
         }
     }
 

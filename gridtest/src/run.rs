@@ -156,7 +156,9 @@ pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults>
                 prefetch.push(shard.clone());
             }
             Ok(_) => {}
-            Err(e) => tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail"),
+            Err(e) => {
+                tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail")
+            }
         }
     }
     let loaded = join_all(prefetch.into_iter().map(|shard| {
@@ -186,8 +188,12 @@ pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults>
             });
         }
     }
-    tracing::info!(units = units.len(), scorers = threads, load_ms = load.as_millis() as u64,
-        "starting compute");
+    tracing::info!(
+        units = units.len(),
+        scorers = threads,
+        load_ms = load.as_millis() as u64,
+        "starting compute"
+    );
     let ledger = Ledger::new(units);
     let (done_tx, done_rx) = oneshot::channel();
     let (_supervisor, supervisor_task) = Actor::spawn(
@@ -330,7 +336,10 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<SweepReport> {
         println!("  failed: [{set}] on {shard}: {f}");
     }
     if failed > 10 {
-        println!("  … and {} more failed cells (see results.csv)", failed - 10);
+        println!(
+            "  … and {} more failed cells (see results.csv)",
+            failed - 10
+        );
     }
     println!("results written to {}", out_dir.display());
     Ok(SweepReport {

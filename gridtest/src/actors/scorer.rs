@@ -83,7 +83,9 @@ impl Actor for Scorer {
                     compute: started.elapsed(),
                     result,
                 };
-                state.supervisor.cast(SupervisorMsg::Done(Box::new(report)))?;
+                state
+                    .supervisor
+                    .cast(SupervisorMsg::Done(Box::new(report)))?;
                 myself.cast(ScorerMsg::Pull)?;
             }
         }
@@ -134,7 +136,8 @@ async fn stream_unit(
     sets: Vec<crate::params::ParamSet>,
     exec: ExecModel,
 ) -> Result<Vec<CellOutcome>, CellFailure> {
-    let data_failure = |e: crate::data::DataError| CellFailure::new(FailureKind::Data, e.to_string());
+    let data_failure =
+        |e: crate::data::DataError| CellFailure::new(FailureKind::Data, e.to_string());
     let (kind, n_days) = (info.kind, info.n_days());
     let mut stream = state
         .reader

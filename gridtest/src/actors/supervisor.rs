@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
+};
 use tokio::sync::oneshot;
 
 use super::scorer::{Scorer, ScorerArgs, ScorerStats};
@@ -244,7 +246,9 @@ impl Actor for Supervisor {
                     }
                 }
                 if state.names.is_empty() && state.ledger.is_some() {
-                    return Err(From::from("every scorer has failed; the sweep cannot finish"));
+                    return Err(From::from(
+                        "every scorer has failed; the sweep cannot finish",
+                    ));
                 }
             }
             SupervisionEvent::ActorTerminated(cell, _, reason) => {

@@ -270,7 +270,10 @@ impl Checker {
         if ts.null_count() > 0 {
             return Err(self.null_error(ts.as_ref(), "ts"));
         }
-        let ts = ts.as_primitive::<TimestampNanosecondType>().values().clone();
+        let ts = ts
+            .as_primitive::<TimestampNanosecondType>()
+            .values()
+            .clone();
         let mut cols = Vec::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
             let col = rb.column(i + 1);
@@ -311,12 +314,9 @@ impl Checker {
     pub(crate) fn batch(&mut self, batch: &FeedBatch) -> Result<()> {
         let mut offset = 0;
         while offset < batch.len() {
-            while self
-                .info
-                .files
-                .get(self.file)
-                .is_some_and(|f| self.row_in_file >= f.rows && self.file + 1 < self.info.files.len())
-            {
+            while self.info.files.get(self.file).is_some_and(|f| {
+                self.row_in_file >= f.rows && self.file + 1 < self.info.files.len()
+            }) {
                 self.file += 1;
                 self.row_in_file = 0;
             }

@@ -56,7 +56,9 @@ impl Dataset {
             "file" => {}
             "s3" => {
                 if url.host_str().is_none_or(str::is_empty) {
-                    return Err(invalid("an s3 URL needs a bucket: s3://bucket/prefix".into()));
+                    return Err(invalid(
+                        "an s3 URL needs a bucket: s3://bucket/prefix".into(),
+                    ));
                 }
             }
             other => {
@@ -110,10 +112,11 @@ impl Dataset {
             ),
             _ => Arc::new(object_store::local::LocalFileSystem::new()),
         };
-        let path = Path::from_url_path(self.url.path()).map_err(|e| DataError::InvalidLocation {
-            location: url,
-            reason: e.to_string(),
-        })?;
+        let path =
+            Path::from_url_path(self.url.path()).map_err(|e| DataError::InvalidLocation {
+                location: url,
+                reason: e.to_string(),
+            })?;
         Ok((store, path))
     }
 

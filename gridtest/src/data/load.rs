@@ -23,11 +23,11 @@ use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::cache::cache_manager::CacheManagerConfig;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::parquet::arrow::parquet_to_arrow_schema;
 use datafusion::prelude::{Expr, SessionConfig, SessionContext, col, lit};
 use futures::{FutureExt, StreamExt, TryStreamExt};
@@ -166,7 +166,9 @@ impl ShardReader {
             .flat_map(|g| g.into_inner())
             .filter_map(|f| {
                 let date = match f.partition_values.get(1) {
-                    Some(ScalarValue::Utf8(Some(d))) => NaiveDate::parse_from_str(d, "%Y-%m-%d").ok(),
+                    Some(ScalarValue::Utf8(Some(d))) => {
+                        NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()
+                    }
                     _ => None,
                 }?;
                 Some((f.object_meta, date))

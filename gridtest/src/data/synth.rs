@@ -238,7 +238,9 @@ pub async fn generate(target: &Dataset, spec: &SynthSpec) -> Result<SynthManifes
                     b
                 }
             };
-            let file = root.clone().join(format!("symbol={symbol}"))
+            let file = root
+                .clone()
+                .join(format!("symbol={symbol}"))
                 .join(format!("date={date}"))
                 .join("part-0.parquet");
             write_parquet(&*store, target, &file, &batch).await?;
@@ -318,8 +320,9 @@ fn bar_batch(ts: &[i64], price: &[f64], size: &[f64], per_bar: usize) -> RecordB
         out[3].push(p[p.len() - 1]);
         out[4].push(s.iter().sum());
     }
-    let mut columns: Vec<ArrayRef> =
-        vec![Arc::new(TimestampNanosecondArray::from(bar_ts).with_timezone("UTC"))];
+    let mut columns: Vec<ArrayRef> = vec![Arc::new(
+        TimestampNanosecondArray::from(bar_ts).with_timezone("UTC"),
+    )];
     columns.extend(
         out.into_iter()
             .map(|c| Arc::new(Float64Array::from(c)) as ArrayRef),

@@ -390,11 +390,7 @@ impl Grid {
             match fields.iter().find(|f| f.name == axis.name) {
                 None => problems.push(GridProblem::UnknownAxis {
                     axis: axis.name.clone(),
-                    expected: fields
-                        .iter()
-                        .map(|f| f.name)
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    expected: fields.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
                 }),
                 Some(field) => {
                     if let Some(bad) = axis.values.iter().find(|v| !(field.fits)(v)) {
@@ -492,7 +488,11 @@ impl Compiled {
             })
             .collect::<Result<_, ()>>()?;
         Ok(Self {
-            names: grid.axes.iter().map(|a| Arc::from(a.name.as_str())).collect(),
+            names: grid
+                .axes
+                .iter()
+                .map(|a| Arc::from(a.name.as_str()))
+                .collect(),
             values: grid.axes.iter().map(|a| a.values.clone()).collect(),
             constraints,
         })

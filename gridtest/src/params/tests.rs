@@ -16,7 +16,12 @@ fn param_set_ids_are_pinned() {
     ]);
     assert_eq!(a.id().to_string(), PINNED_A);
     assert_eq!(b.id().to_string(), PINNED_B);
-    assert_eq!(ParamSet::new(Vec::<(&str, ParamValue)>::new()).id().to_string(), PINNED_EMPTY);
+    assert_eq!(
+        ParamSet::new(Vec::<(&str, ParamValue)>::new())
+            .id()
+            .to_string(),
+        PINNED_EMPTY
+    );
 }
 
 // Computed independently (Python's hashlib over the encoding documented in
@@ -43,7 +48,10 @@ fn kinds_are_part_of_the_id() {
 
 #[test]
 fn id_round_trips_through_json() {
-    let a = ParamSet::new([("fast", ParamValue::Int(5)), ("mode", ParamValue::Choice("x".into()))]);
+    let a = ParamSet::new([
+        ("fast", ParamValue::Int(5)),
+        ("mode", ParamValue::Choice("x".into())),
+    ]);
     let json = serde_json::to_string(&a).unwrap();
     let back: ParamSet = serde_json::from_str(&json).unwrap();
     assert_eq!(back, a);
@@ -74,7 +82,11 @@ fn constraints_parse_and_print() {
         ("on == true", "on == true"),
         ("n <= -3", "n <= -3"),
     ] {
-        assert_eq!(Constraint::parse(expr).unwrap().to_string(), shown, "{expr}");
+        assert_eq!(
+            Constraint::parse(expr).unwrap().to_string(),
+            shown,
+            "{expr}"
+        );
     }
     for bad in ["fast", "fast <", "1 < slow", "fast < sl ow", "<= x"] {
         assert!(Constraint::parse(bad).is_err(), "{bad} should not parse");
@@ -112,7 +124,9 @@ fn check_reports_every_problem() {
 
 #[test]
 fn empty_grids_are_errors() {
-    let no_values = Grid::new().axis("fast", Vec::<i64>::new()).axis("slow", [1]);
+    let no_values = Grid::new()
+        .axis("fast", Vec::<i64>::new())
+        .axis("slow", [1]);
     let text = no_values.check(&fields()).unwrap_err().to_string();
     assert!(text.contains("axis `fast` has no values"), "{text}");
 
@@ -121,14 +135,23 @@ fn empty_grids_are_errors() {
         .axis("slow", [5])
         .constrain("fast < slow");
     let text = excluded.check(&fields()).unwrap_err().to_string();
-    assert!(text.contains("the grid is empty: the constraints exclude all 2 combinations"), "{text}");
+    assert!(
+        text.contains("the grid is empty: the constraints exclude all 2 combinations"),
+        "{text}"
+    );
 
     let negative = Grid::new().axis("fast", [-1]).axis("slow", [5]);
     let text = negative.check(&fields()).unwrap_err().to_string();
-    assert!(text.contains("value -1 (int) does not fit parameter `fast: usize`"), "{text}");
+    assert!(
+        text.contains("value -1 (int) does not fit parameter `fast: usize`"),
+        "{text}"
+    );
 
     let nan = Grid::new().axis("x", [f64::NAN]);
-    let text = nan.check(&[ParamField::of::<f64>("x")]).unwrap_err().to_string();
+    let text = nan
+        .check(&[ParamField::of::<f64>("x")])
+        .unwrap_err()
+        .to_string();
     assert!(text.contains("non-finite"), "{text}");
 }
 

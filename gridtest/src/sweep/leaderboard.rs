@@ -141,7 +141,12 @@ impl Leaderboard {
         for row in self.rows.iter().take(top) {
             let mut cells = vec![Cell::new(row.rank)];
             cells.extend(self.axes.iter().map(|a| {
-                Cell::new(row.params.get(a).map(ToString::to_string).unwrap_or_default())
+                Cell::new(
+                    row.params
+                        .get(a)
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                )
             }));
             cells.extend([
                 Cell::new(format!("{:.4}", row.score)),

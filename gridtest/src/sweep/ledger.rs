@@ -42,6 +42,8 @@ pub struct Ledger {
     queue: VecDeque<UnitId>,
     cells: BTreeMap<CellKey, CellOutcome>,
     expected: usize,
+    failed: usize,
+    units_done: usize,
 }
 
 impl Ledger {
@@ -68,6 +70,8 @@ impl Ledger {
             queue,
             cells: BTreeMap::new(),
             expected,
+            failed: 0,
+            units_done: 0,
         }
     }
 
@@ -96,6 +100,7 @@ impl Ledger {
             return Completion::Duplicate;
         }
         entry.state = UnitState::Done;
+        self.units_done += 1;
         let shard = entry.unit.shard.id();
         let mut new = 0;
         for (set, outcome) in entry.unit.sets.iter().zip(outcomes) {
@@ -104,6 +109,7 @@ impl Ledger {
                 param_set: set.id(),
             };
             if let std::collections::btree_map::Entry::Vacant(slot) = self.cells.entry(key) {
+                self.failed += usize::from(outcome.is_err());
                 slot.insert(outcome);
                 new += 1;
             }
@@ -158,16 +164,13 @@ impl Ledger {
     /// Cells recorded as failed so far.
     #[must_use]
     pub fn failed(&self) -> usize {
-        self.cells.values().filter(|c| c.is_err()).count()
+        self.failed
     }
 
     /// Units not yet complete.
     #[must_use]
     pub fn units_left(&self) -> usize {
-        self.units
-            .values()
-            .filter(|e| e.state != UnitState::Done)
-            .count()
+        self.units.len() - self.units_done
     }
 
     /// Whether every unit is complete.
@@ -188,3 +191,6 @@ impl Ledger {
         self.cells
     }
 }
+
+#[cfg(test)]
+mod tests;

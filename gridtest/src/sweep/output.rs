@@ -73,7 +73,9 @@ pub fn write_all(results: &SweepResults, leaderboard: &Leaderboard, dir: &Path) 
         .build();
     let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))
         .map_err(|e| output_error(&pq_path, e))?;
-    writer.write(&batch).map_err(|e| output_error(&pq_path, e))?;
+    writer
+        .write(&batch)
+        .map_err(|e| output_error(&pq_path, e))?;
     writer.close().map_err(|e| output_error(&pq_path, e))?;
 
     let lb_path = dir.join("leaderboard.csv");
@@ -110,7 +112,13 @@ pub fn write_csv<W: std::io::Write>(results: &SweepResults, w: W) -> csv::Result
         }
         rec.push(set.id().to_string());
         rec.push(shard.to_string());
-        rec.push(outcome.as_ref().err().map(ToString::to_string).unwrap_or_default());
+        rec.push(
+            outcome
+                .as_ref()
+                .err()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+        );
         out.write_record(&rec)?;
     }
     out.flush()?;
@@ -180,8 +188,11 @@ pub fn to_record_batch(
     let mut symbol = StringBuilder::new();
     let mut ints: [UInt64Builder; 3] = Default::default();
     let mut floats: [Float64Builder; 7] = Default::default();
-    let (mut id, mut shard_col, mut error) =
-        (StringBuilder::new(), StringBuilder::new(), StringBuilder::new());
+    let (mut id, mut shard_col, mut error) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
     for (set_index, shard, outcome) in results.rows() {
         let set = &results.sets()[set_index];
         for (col, axis) in params.iter_mut().zip(results.axes()) {

@@ -1,0 +1,195 @@
+//! Benchmark: the W1 workload (SMA crossover, 955 parameter sets) with throughput, timings,
+//! peak memory, and a check against the reference results on the way.
+//!
+//! Run with `cargo run --release --example w1_bench -- --data ../shared/data/w1/default
+//! --reference ../shared/data/w1/default_reference.csv`.
+//! `--synth-days N` instead generates (if absent) a synthetic W1-shaped dataset of N days under
+//! `data/bench-<N>d` and runs on it (no reference), to show how memory behaves as history grows;
+//! `--cache-mb 0` streams every shard.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use gridtest::data::{Dataset, synth};
+use gridtest::prelude::*;
+use gridtest::{DataKind, RunOptions};
+use gridtest_examples::SmaCrossover;
+
+#[derive(Parser)]
+struct Args {
+    /// Dataset (default: the W1 benchmark dataset next to the repository).
+    #[arg(long)]
+    data: Option<String>,
+    /// Reference CSV to check every cell against.
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// Generate and use a synthetic dataset of this many days instead.
+    #[arg(long)]
+    synth_days: Option<usize>,
+    /// Scorer threads.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Shard cache, MiB (0: stream every shard).
+    #[arg(long, default_value_t = 1024)]
+    cache_mb: u64,
+    /// Runs (the best compute time is reported).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kib| kib / 1024.0)
+}
+
+type Row = (u64, u64, f64, f64, f64);
+
+fn read_reference(path: &PathBuf) -> anyhow::Result<BTreeMap<(String, i64, i64), Row>> {
+    let mut r = csv::Reader::from_path(path).with_context(|| format!("{}", path.display()))?;
+    let mut out = BTreeMap::new();
+    for rec in r.records() {
+        let rec = rec?;
+        out.insert(
+            (rec[0].to_owned(), rec[1].parse()?, rec[2].parse()?),
+            (
+                rec[3].parse()?,
+                rec[4].parse()?,
+                rec[5].parse()?,
+                rec[6].parse()?,
+                rec[7].parse()?,
+            ),
+        );
+    }
+    Ok(out)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let started = Instant::now();
+    let data = match (args.synth_days, &args.data) {
+        (Some(days), _) => {
+            let dir = format!("data/bench-{days}d");
+            let spec = synth::SynthSpec {
+                days,
+                ..synth::SynthSpec::default()
+            };
+            let t = Instant::now();
+            if synth::ensure_blocking(&Dataset::try_new(&dir, DataKind::Ticks)?, &spec)? {
+                println!("generated {dir} in {:.1}s", t.elapsed().as_secs_f64());
+            }
+            dir
+        }
+        (None, Some(d)) => d.clone(),
+        (None, None) => "../shared/data/w1/default".to_owned(),
+    };
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(
+            Grid::new()
+                .axis("fast", (5..=100).step_by(5))
+                .axis("slow", (20..=1000).step_by(20))
+                .constrain("fast < slow"),
+        )
+        .data(data.clone())
+        .commission_bps(1.0);
+    let opts = RunOptions {
+        threads: args.threads.unwrap_or(RunOptions::default().threads),
+        cache_bytes: args.cache_mb << 20,
+        progress: false,
+        ..RunOptions::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let startup = started.elapsed();
+    let mut best = None;
+    for _ in 0..args.repeat.max(1) {
+        let results = runtime.block_on(gridtest::run_sweep(&sweep, &opts))?;
+        let t = results.timings;
+        println!(
+            "run: load {:.3}s  compute {:.3}s  wall {:.3}s  {:.3e} evaluations/s",
+            t.load.as_secs_f64(),
+            t.compute.as_secs_f64(),
+            t.wall.as_secs_f64(),
+            t.evaluations_per_second()
+        );
+        if best
+            .as_ref()
+            .is_none_or(|b: &gridtest::SweepResults| t.compute < b.timings.compute)
+        {
+            best = Some(results);
+        }
+    }
+    let results = best.expect("at least one run");
+    let t = results.timings;
+    let failed = results.failures().count();
+    if failed > 0 {
+        bail!("{failed} cells failed");
+    }
+    println!("dataset            {data}");
+    println!(
+        "cells              {} ({} shards × {} parameter sets), {} threads, cache {} MiB",
+        results.cells().len(),
+        results.shards().len(),
+        results.sets().len(),
+        opts.threads,
+        args.cache_mb
+    );
+    println!("evaluations        {:.4e}", t.evaluations as f64);
+    println!("start-up           {:.3}s", startup.as_secs_f64());
+    println!("load               {:.3}s", t.load.as_secs_f64());
+    println!("compute            {:.3}s", t.compute.as_secs_f64());
+    println!(
+        "throughput         {:.3e} tick-parameter evaluations/s",
+        t.evaluations_per_second()
+    );
+    println!("peak RSS           {:.1} MiB", peak_rss_mib());
+
+    if let Some(path) = &args.reference {
+        let reference = read_reference(path)?;
+        let (mut tr, mut dd, mut sh, mut n) = (0.0f64, 0.0f64, 0.0f64, 0usize);
+        for (i, shard, outcome) in results.rows() {
+            let set = &results.sets()[i];
+            let get = |k: &str| match set.get(k) {
+                Some(ParamValue::Int(v)) => *v,
+                _ => 0,
+            };
+            let key = (shard.symbol().to_owned(), get("fast"), get("slow"));
+            let Some(&(n_ticks, trades, r_tr, r_dd, r_sh)) = reference.get(&key) else {
+                bail!("cell {key:?} is not in the reference");
+            };
+            let m = outcome.as_ref().expect("no failures");
+            if m.n_ticks != n_ticks || m.trades != trades {
+                bail!("{key:?}: trades {} vs reference {trades}", m.trades);
+            }
+            let rel = (m.total_return - r_tr).abs() / r_tr.abs().max(1e-12);
+            if (m.total_return - r_tr).abs() > (1e-9 * r_tr.abs()).max(1e-12) {
+                bail!(
+                    "{key:?}: total_return {} vs reference {r_tr}",
+                    m.total_return
+                );
+            }
+            tr = tr.max(rel);
+            dd = dd.max((m.max_drawdown - r_dd).abs());
+            sh = sh.max((m.sharpe - r_sh).abs() / r_sh.abs().max(1e-12));
+            n += 1;
+        }
+        if n != reference.len() {
+            bail!("{n} cells compared, the reference has {}", reference.len());
+        }
+        println!(
+            "reference          {n} cells match: trades equal, max rel. diff total_return {tr:.1e}, \
+             max abs. diff drawdown {dd:.1e}, max rel. diff sharpe {sh:.1e}"
+        );
+    }
+    Ok(())
+}
