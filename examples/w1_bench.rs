@@ -33,7 +33,7 @@ struct Args {
     #[arg(long)]
     threads: Option<usize>,
     /// Shard cache, MiB (0: stream every shard).
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = gridtest::run::DEFAULT_CACHE_MB)]
     cache_mb: u64,
     /// Runs (the best compute time is reported).
     #[arg(long, default_value_t = 1)]

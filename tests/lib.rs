@@ -392,10 +392,11 @@ pub fn seconds_from_15h(date: &str, n: usize) -> Vec<i64> {
     (0..n as i64).map(|i| t0 + i * 1_000_000_000).collect()
 }
 
-/// A compiled example binary of the workspace (built by `cargo test` before tests run).
+/// A compiled example binary of the workspace. `cargo test --workspace` builds examples before
+/// running tests; when only this package's tests were built, the example is built here.
 ///
 /// # Panics
-/// If the test binary's location is unusual.
+/// If the test binary's location is unusual or the build fails.
 #[must_use]
 pub fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
@@ -404,5 +405,16 @@ pub fn example_binary(name: &str) -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>");
-    profile_dir.join("examples").join(name)
+    let binary = profile_dir.join("examples").join(name);
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let mut build = std::process::Command::new(cargo);
+        build.args(["build", "-p", "gridtest-examples", "--example", name]);
+        if profile_dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
+        assert!(status.success(), "building example {name} failed");
+    }
+    binary
 }

@@ -26,7 +26,7 @@ use crate::sweep::{
 };
 
 /// Default shard-cache budget per node, MiB.
-pub const DEFAULT_CACHE_MB: u64 = 1024;
+pub const DEFAULT_CACHE_MB: u64 = 512;
 
 /// Default size of a work unit in tick-parameter evaluations (about a second on one core).
 pub const DEFAULT_UNIT_EVALS: u64 = 250_000_000;
