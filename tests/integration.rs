@@ -1,5 +1,6 @@
 //! gridtest's integration tests: one binary, a module per area.
 
+mod cluster;
 mod data_errors;
 mod engine;
 mod grid;

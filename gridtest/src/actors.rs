@@ -1,25 +1,28 @@
-//! The actors of a sweep on one node (ractor). In-process mode runs all of them in one process:
+//! The actors of a sweep (ractor). In-process mode runs all of them in one process; across a
+//! cluster the supervisor lives on the head and every node runs its own agent, loader and
+//! scorers:
 //!
 //! ```text
-//! run ─┬─ ShardLoader            loads each shard once, shares it by Arc (LRU byte budget)
-//!      └─ Supervisor             leases units from the Ledger, records cells by key
-//!           ├─ Scorer scorer-0   pull unit → get shard → engine on a blocking thread → report
-//!           ├─ Scorer scorer-1
-//!           └─ …                 (linked: a dead scorer's units are requeued, it is replaced)
+//! Supervisor (head)          leases units from the Ledger, records cells by key, heartbeats
+//! NodeAgent (each node)      answers heartbeats, spawns and restarts its scorers, drains
+//!   ├─ Scorer cpu-0          pull unit → shard from the loader → engine on a blocking thread
+//!   └─ Scorer cpu-1 …
+//! ShardLoader (each node)    loads each shard once, shares it by Arc (LRU byte budget)
 //! ```
 //!
 //! Actors own their state and talk only by messages; CPU work runs off the async reactor.
 
+mod node_agent;
 mod scorer;
 mod shard_loader;
 mod supervisor;
 
-pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerStats};
+pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};
+pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerState};
 pub use shard_loader::{
     LoaderStats, ShardHandle, ShardLoader, ShardLoaderArgs, ShardLoaderMsg, ShardLoaderState,
     SharedDataError,
 };
 pub use supervisor::{
-    ScorerTemplate, Supervisor, SupervisorArgs, SupervisorMsg, SupervisorOutcome, SupervisorState,
-    UnitReport,
+    NodeStats, Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorState, SupervisorTiming,
 };

@@ -67,15 +67,18 @@
 extern crate self as gridtest;
 
 pub mod actors;
+pub mod cluster;
 pub mod data;
 pub mod engine;
 mod error;
 pub mod indicators;
 pub mod metrics;
 pub mod params;
+pub mod persist;
 pub mod prelude;
 pub mod progress;
 pub mod run;
+pub mod storage;
 pub mod strategy;
 pub mod sweep;
 
@@ -92,11 +95,12 @@ pub use strategy::{Bars, Cursor, DataKind, Feed, RegisteredStrategy, Strategy, T
 pub use sweep::{CellFailure, CellKey, CellOutcome, Leaderboard, Sweep, SweepResults};
 
 /// Runs `sweep` with the settings of this process's command line ([`RunArgs`]): the whole
-/// `main` of a sweep binary. Prints the leaderboard and writes the output folder.
+/// `main` of a sweep binary, in whichever role the settings select (local, head or worker).
+/// Prints the leaderboard and writes the output folder; `None` for a worker.
 ///
 /// # Errors
 /// See [`run`].
-pub fn main(sweep: Sweep) -> Result<SweepReport> {
+pub fn main(sweep: Sweep) -> Result<Option<SweepReport>> {
     use clap::Parser;
     #[derive(Parser)]
     #[command(about = "Run a gridtest parameter sweep")]

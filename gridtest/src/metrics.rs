@@ -5,6 +5,7 @@
 //! equity curve.
 
 mod drawdown;
+pub mod float_serde;
 mod moments;
 
 use serde::{Deserialize, Serialize};
@@ -23,20 +24,27 @@ pub struct Metrics {
     /// Position changes (entries, exits and resizes).
     pub trades: u64,
     /// `E[end] / E[0] - 1`.
+    #[serde(with = "float_serde")]
     pub total_return: f64,
     /// `max_t (1 - E[t] / max(E[0..=t]))`, in `[0, 1)`.
+    #[serde(with = "float_serde")]
     pub max_drawdown: f64,
     /// `mean(r) / std(r) * sqrt(A)`, `std` with ddof 1, `A` events per year; 0 if `std` is 0.
+    #[serde(with = "float_serde")]
     pub sharpe: f64,
     /// `mean(r) / sqrt(mean(min(r, 0)^2)) * sqrt(A)`; 0 if there is no downside.
+    #[serde(with = "float_serde")]
     pub sortino: f64,
     /// Closed round trips (flat → position → flat, or a reversal).
     pub round_trips: u64,
     /// Fraction of closed round trips with a positive P&L (0 when none closed).
+    #[serde(with = "float_serde")]
     pub win_rate: f64,
     /// Gross profit / gross loss of closed round trips (`inf` with no loss, 0 with no profit).
+    #[serde(with = "float_serde")]
     pub profit_factor: f64,
     /// Fraction of periods with a non-zero position.
+    #[serde(with = "float_serde")]
     pub exposure: f64,
 }
 

@@ -3,26 +3,31 @@
 //! print the leaderboard and write the output folder.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::NaiveDate;
 use futures::future::join_all;
 use ractor::Actor;
-use ractor::rpc::CallResult;
 use tokio::sync::oneshot;
 
 use crate::actors::{
-    ScorerTemplate, ShardHandle, ShardLoader, ShardLoaderArgs, ShardLoaderMsg, Supervisor,
-    SupervisorArgs,
+    NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg, Supervisor,
+    SupervisorArgs, SupervisorTiming,
 };
-use crate::data::{Dataset, ShardReader};
+use crate::cluster::messages::SweepContext;
+use crate::cluster::{ClusterArgs, Role};
+use crate::data::{DataError, Dataset, Shard, ShardInfo, ShardReader};
+use crate::engine::ExecModel;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
-use crate::params::ParamSet;
+use crate::params::{Grid, ParamSet};
+use crate::persist::{LedgerLog, SweepSpec};
 use crate::progress::Progress;
+use crate::storage::Location;
+use crate::strategy::StrategyEntry;
 use crate::sweep::{
-    Leaderboard, Ledger, Sweep, SweepResults, Timings, UnitId, WorkUnit, chunk_size, output,
+    CellKey, Leaderboard, Ledger, Sweep, SweepResults, Timings, UnitId, WorkUnit, chunk_size,
+    output,
 };
 
 /// Default shard-cache budget per node, MiB.
@@ -30,6 +35,9 @@ pub const DEFAULT_CACHE_MB: u64 = 512;
 
 /// Default size of a work unit in tick-parameter evaluations (about a second on one core).
 pub const DEFAULT_UNIT_EVALS: u64 = 250_000_000;
+
+/// Scorers a head plans work units for at least (it cannot know how many workers will join).
+pub const MIN_CLUSTER_SCORERS: usize = 16;
 
 /// Settings every sweep binary accepts on its command line (and from `GRIDTEST_*` variables).
 /// Flatten it into your own `clap` parser to add flags of your own.
@@ -77,6 +85,15 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Progress log period when no bar is drawn, ms.
+    #[arg(long, env = "GRIDTEST_PROGRESS_MS", default_value_t = 5000)]
+    pub progress_ms: u64,
+    /// Attempts a failing cell gets before its failure is final.
+    #[arg(long, default_value_t = crate::sweep::DEFAULT_MAX_ATTEMPTS)]
+    pub max_attempts: u32,
+    /// Cluster settings.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// How to run a sweep on this node.
@@ -90,6 +107,12 @@ pub struct RunOptions {
     pub unit_evals: u64,
     /// Show a progress bar on a terminal.
     pub progress: bool,
+    /// Progress log period when no bar is drawn.
+    pub progress_every: Duration,
+    /// Attempts a failing cell gets.
+    pub max_attempts: u32,
+    /// Results root to persist the sweep's ledger in (resumable); `None`: not persisted.
+    pub results: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -99,6 +122,9 @@ impl Default for RunOptions {
             cache_bytes: DEFAULT_CACHE_MB << 20,
             unit_evals: DEFAULT_UNIT_EVALS,
             progress: true,
+            progress_every: Duration::from_secs(5),
+            max_attempts: crate::sweep::DEFAULT_MAX_ATTEMPTS,
+            results: None,
         }
     }
 }
@@ -111,16 +137,21 @@ fn runtime_error(e: impl std::fmt::Display) -> Error {
     Error::Runtime(e.to_string())
 }
 
-/// Runs a sweep in this process: a shard loader, a supervisor and `threads` scorers.
-///
-/// Shards are listed and their footers checked first; those that fit the cache are loaded
-/// before compute starts, so [`Timings::load`] and [`Timings::compute`] are apart. A shard that
-/// cannot be read fails only its own cells, with the file named.
-///
-/// # Errors
-/// [`Error::InvalidSweep`] before anything runs, [`Error::Data`] when the dataset cannot be
-/// listed, [`Error::Runtime`] if the actor system fails.
-pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults> {
+/// A sweep resolved against its dataset: shards, parameter sets, footers, spec.
+pub(crate) struct Plan {
+    strategy: StrategyEntry,
+    grid: Grid,
+    exec: ExecModel,
+    dataset: Dataset,
+    shards: Vec<Shard>,
+    sets: Vec<ParamSet>,
+    infos: Vec<std::result::Result<ShardInfo, DataError>>,
+    spec: SweepSpec,
+    started: Instant,
+}
+
+/// Lists the dataset, plans the shards, expands the grid and checks every shard's footers.
+pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
     sweep.validate()?;
     let started = Instant::now();
     let strategy = *sweep.strategy();
@@ -133,54 +164,154 @@ pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults>
     let sets: Vec<ParamSet> = sweep.grid_ref().iter().collect();
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
         param_sets = sets.len(), cells = shards.len() * sets.len(), "sweep planned");
-    let reader = Arc::new(ShardReader::try_new(&dataset)?);
-
-    // Footers first (sizes units, names bad files early), then load what fits the cache.
+    let reader = ShardReader::try_new(&dataset)?;
     let infos = join_all(shards.iter().map(|s| reader.inspect(s))).await;
+    for (shard, info) in shards.iter().zip(&infos) {
+        if let Err(e) = info {
+            tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
+        }
+    }
+    let spec = SweepSpec::new(
+        strategy.name,
+        strategy.version,
+        sweep.grid_ref().clone(),
+        dataset.url().to_string(),
+        dataset.kind(),
+        shards.clone(),
+        sweep.exec_model().clone(),
+    );
+    Ok(Plan {
+        strategy,
+        grid: sweep.grid_ref().clone(),
+        exec: sweep.exec_model().clone(),
+        dataset,
+        shards,
+        sets,
+        infos,
+        spec,
+        started,
+    })
+}
+
+/// Where and how the supervisor and this node's scorers run.
+pub(crate) struct NodeSetup {
+    pub(crate) node_name: String,
+    /// Whether other nodes may join (a head).
+    pub(crate) cluster: bool,
+    pub(crate) scorers: usize,
+    pub(crate) results: Option<Location>,
+    pub(crate) timing: SupervisorTiming,
+}
+
+/// Runs a planned sweep: loader, supervisor and (unless `scorers` is 0) a node agent with its
+/// scorers in this process; other nodes join through the `supervisors` process group.
+pub(crate) async fn execute(
+    plan: Plan,
+    opts: &RunOptions,
+    setup: NodeSetup,
+) -> Result<SweepResults> {
+    let Plan {
+        strategy,
+        grid,
+        exec,
+        dataset,
+        shards,
+        sets,
+        infos,
+        spec,
+        started,
+    } = plan;
+    let sweep_id = spec.id();
     let (loader, loader_task) = Actor::spawn(
         None,
         ShardLoader,
         ShardLoaderArgs {
-            reader: Arc::clone(&reader),
             budget_bytes: opts.cache_bytes,
         },
     )
     .await
     .map_err(runtime_error)?;
-    let mut budget = opts.cache_bytes;
-    let mut prefetch = Vec::new();
-    for (shard, info) in shards.iter().zip(&infos) {
-        match info {
-            Ok(info) if info.bytes_in_memory() <= budget => {
+
+    // Load what fits the cache before compute starts, so load and compute are timed apart.
+    if setup.scorers > 0 {
+        let mut budget = opts.cache_bytes;
+        let mut prefetch = Vec::new();
+        for (shard, info) in shards.iter().zip(&infos) {
+            if let Ok(info) = info
+                && info.bytes_in_memory() <= budget
+            {
                 budget -= info.bytes_in_memory();
                 prefetch.push(shard.clone());
             }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail")
+        }
+        join_all(prefetch.into_iter().map(|shard| {
+            let (loader, dataset) = (loader.clone(), dataset.clone());
+            async move {
+                loader
+                    .call(|r| ShardLoaderMsg::Get(dataset, shard, r), None)
+                    .await
             }
-        }
+        }))
+        .await;
     }
-    let loaded = join_all(prefetch.into_iter().map(|shard| {
-        let loader = loader.clone();
-        async move { loader.call(|r| ShardLoaderMsg::Get(shard, r), None).await }
-    }))
-    .await;
-    for l in loaded {
-        if let Ok(CallResult::Success(Ok(ShardHandle::Loaded(data)))) = l {
-            tracing::debug!(shard = %data.shard(), bytes = data.bytes(), "prefetched");
-        }
-    }
-    let load = started.elapsed();
 
-    let threads = opts.threads.max(1);
+    // Resume from the persisted ledger, if any.
+    let (log, done) = match &setup.results {
+        Some(root) => {
+            let spec_json = serde_json::to_vec_pretty(&spec).expect("specs serialise");
+            let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json)
+                .await
+                .map_err(|e| Error::Runtime(e.to_string()))?;
+            let wanted: std::collections::BTreeSet<CellKey> = shards
+                .iter()
+                .flat_map(|sh| {
+                    let id = sh.id();
+                    sets.iter().map(move |s| CellKey {
+                        shard: id.clone(),
+                        param_set: s.id(),
+                    })
+                })
+                .collect();
+            done.retain(|k, _| wanted.contains(k));
+            tracing::info!(sweep = %sweep_id, root = %root, resumed = done.len(),
+                "sweep ledger opened");
+            if !done.is_empty() {
+                eprintln!(
+                    "resumed {} cells of sweep {sweep_id} from its ledger",
+                    done.len()
+                );
+            }
+            (Some(log), done)
+        }
+        None => (None, std::collections::BTreeMap::new()),
+    };
+
+    // Units are sized for about `unit_evals` evaluations, and cut finer when there would be too
+    // few to keep every scorer busy (a head does not know how many workers will join: it
+    // assumes at least MIN_CLUSTER_SCORERS).
+    let parallelism = if setup.cluster {
+        setup.scorers.max(MIN_CLUSTER_SCORERS)
+    } else {
+        setup.scorers.max(1)
+    };
     let mut units = Vec::new();
     let mut evaluations = 0u64;
     for (shard, info) in shards.iter().zip(&infos) {
-        let rows = info.as_ref().map_or(0, |i| i.n_rows());
-        evaluations += rows * sets.len() as u64;
-        let chunk = chunk_size(sets.len(), rows, opts.unit_evals, threads);
-        for chunk in sets.chunks(chunk) {
+        let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
+        let id = shard.id();
+        let todo: Vec<ParamSet> = sets
+            .iter()
+            .filter(|s| {
+                !done.contains_key(&CellKey {
+                    shard: id.clone(),
+                    param_set: s.id(),
+                })
+            })
+            .cloned()
+            .collect();
+        evaluations += rows * todo.len() as u64;
+        let chunk = chunk_size(todo.len(), rows, opts.unit_evals, parallelism);
+        for chunk in todo.chunks(chunk.max(1)) {
             units.push(WorkUnit {
                 id: UnitId(u32::try_from(units.len()).map_err(runtime_error)?),
                 shard: shard.clone(),
@@ -188,42 +319,69 @@ pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults>
             });
         }
     }
+    let load = started.elapsed();
     tracing::info!(
         units = units.len(),
-        scorers = threads,
+        scorers = setup.scorers,
         load_ms = load.as_millis() as u64,
         "starting compute"
     );
-    let ledger = Ledger::new(units);
+    let ledger = Ledger::resume(units, done).with_max_attempts(opts.max_attempts);
     let (done_tx, done_rx) = oneshot::channel();
+    let context = SweepContext {
+        sweep_id: sweep_id.clone(),
+        strategy: strategy.name.to_owned(),
+        dataset: dataset.url().to_string(),
+        kind: dataset.kind(),
+        exec: exec.clone(),
+    };
     let (_supervisor, supervisor_task) = Actor::spawn(
         None,
         Supervisor,
         SupervisorArgs {
             progress: Progress::new(ledger.expected(), opts.progress),
             ledger,
-            scorers: threads,
-            scorer_template: ScorerTemplate {
-                loader: loader.clone(),
-                reader,
-                strategy,
-                exec: sweep.exec_model().clone(),
-            },
+            context,
+            log,
+            timing: setup.timing,
             done: done_tx,
         },
     )
     .await
     .map_err(runtime_error)?;
+    let agent = if setup.scorers > 0 {
+        let (agent, agent_task) = Actor::spawn(
+            None,
+            NodeAgent,
+            NodeAgentArgs {
+                node: setup.node_name.clone(),
+                scorers: setup.scorers,
+                loader: loader.clone(),
+                rpc_timeout: Duration::from_secs(30),
+                idle_retry: Duration::from_millis(20),
+            },
+        )
+        .await
+        .map_err(runtime_error)?;
+        Some((agent, agent_task))
+    } else {
+        None
+    };
     let outcome = done_rx.await.map_err(|_| {
         Error::Runtime("the supervisor stopped before the sweep finished".to_owned())
     })?;
     let _ = supervisor_task.await;
+    if let Some((agent, task)) = agent {
+        agent.stop_children(None);
+        agent.stop(None);
+        let _ = task.await;
+    }
     loader.stop(None);
     let _ = loader_task.await;
 
-    for (name, s) in &outcome.scorers {
-        tracing::debug!(scorer = %name, units = s.units, evaluations = s.evaluations,
-            busy_ms = s.busy.as_millis() as u64, "scorer");
+    for (name, s) in &outcome.nodes {
+        tracing::info!(node = %name, units = s.units, cells = s.cells,
+            evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
     }
     let timings = Timings {
         load,
@@ -233,12 +391,41 @@ pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults>
     };
     Ok(SweepResults::new(
         &strategy,
-        sweep.grid_ref(),
+        &grid,
         sets,
         shards,
         outcome.ledger.into_cells(),
         timings,
-    ))
+    )
+    .with_run_info(sweep_id, outcome.computed, outcome.nodes))
+}
+
+/// Runs a sweep in this process: a shard loader, a supervisor and `threads` scorers.
+///
+/// Shards are listed and their footers checked first; those that fit the cache are loaded
+/// before compute starts, so [`Timings::load`] and [`Timings::compute`] are apart. A shard that
+/// cannot be read fails only its own cells, with the file named.
+///
+/// # Errors
+/// [`Error::InvalidSweep`] before anything runs, [`Error::Data`] when the dataset cannot be
+/// listed, [`Error::Runtime`] if the actor system fails.
+pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults> {
+    let planned = plan(sweep).await?;
+    let results = match &opts.results {
+        Some(r) => Some(Location::parse(r).map_err(|e| Error::Runtime(e.to_string()))?),
+        None => None,
+    };
+    let setup = NodeSetup {
+        node_name: "local".to_owned(),
+        cluster: false,
+        scorers: opts.threads.max(1),
+        results,
+        timing: SupervisorTiming {
+            progress_every: opts.progress_every,
+            ..SupervisorTiming::default()
+        },
+    };
+    execute(planned, opts, setup).await
 }
 
 /// A finished run: the results, the leaderboard and where they were written.
@@ -279,6 +466,9 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs) -> (Sweep, RunOptions) {
         cache_bytes: args.cache_mb << 20,
         unit_evals: args.unit_evals,
         progress: !args.no_progress,
+        progress_every: Duration::from_millis(args.progress_ms.max(10)),
+        max_attempts: args.max_attempts,
+        results: args.cluster.results.clone(),
     };
     (sweep, opts)
 }
@@ -290,26 +480,49 @@ pub fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }
 
-/// Runs a sweep with command-line settings, prints the leaderboard and a summary, and writes
+/// Runs a sweep with command-line settings, in the role they select (see
+/// [`ClusterArgs`]): locally or as the head, it prints the leaderboard and a summary and writes
 /// `results.csv`, `results.parquet` and `leaderboard.csv` to `--out` (default
-/// `out/<strategy>`).
+/// `out/<strategy>`), returning them; as a worker it serves heads until SIGTERM and returns
+/// `None`.
 ///
 /// # Errors
-/// As [`run_sweep`], or [`Error::Output`] if the output cannot be written.
-pub fn run(sweep: Sweep, args: &RunArgs) -> Result<SweepReport> {
+/// As [`run_sweep`], [`Error::InvalidSweep`] for contradictory cluster settings, or
+/// [`Error::Output`] if the output cannot be written.
+pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     init_tracing();
+    let config = args
+        .cluster
+        .resolve()
+        .map_err(|problem| Error::InvalidSweep {
+            strategy: sweep.strategy().name.to_owned(),
+            problems: vec![problem],
+        })?;
     let (sweep, opts) = apply_args(sweep, args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(opts.threads.clamp(1, 4))
+        .worker_threads(opts.threads.clamp(2, 4))
         .enable_all()
         .thread_name("gridtest-rt")
         .build()
         .map_err(runtime_error)?;
-    let results = runtime.block_on(run_sweep(&sweep, &opts))?;
+    let results = match config.role {
+        Role::Worker => {
+            runtime.block_on(crate::cluster::worker::run_worker(&opts, &config))?;
+            return Ok(None);
+        }
+        Role::Head => runtime.block_on(crate::cluster::head::run_head(&sweep, &opts, &config))?,
+        Role::Local => runtime.block_on(run_sweep(&sweep, &opts))?,
+    };
+    report(results, args).map(Some)
+}
+
+/// Prints and writes a finished sweep.
+fn report(results: SweepResults, args: &RunArgs) -> Result<SweepReport> {
     let rank_by = args.rank_by.unwrap_or(RankMetric::Sharpe);
     let leaderboard = results.leaderboard(rank_by);
     let out_dir = args
@@ -332,6 +545,24 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<SweepReport> {
         t.compute.as_secs_f64(),
         t.evaluations_per_second()
     );
+    if let Some(info) = results.run_info() {
+        println!(
+            "sweep {}: {} cells computed by this run, {} resumed from the ledger",
+            info.sweep_id,
+            info.computed,
+            cells - info.computed
+        );
+        for (node, s) in &info.nodes {
+            println!(
+                "  node {node}: {} units, {} cells, {:.3e} evaluations/s per scorer, {} units requeued{}",
+                s.units,
+                s.cells,
+                s.speed(),
+                s.requeued,
+                if s.slow { ", SLOW" } else { "" }
+            );
+        }
+    }
     for (set, shard, f) in results.failures().take(10) {
         println!("  failed: [{set}] on {shard}: {f}");
     }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use leaderboard::{LeaderRow, Leaderboard};
-pub use ledger::{Completion, Ledger};
+pub use ledger::{Completion, DEFAULT_MAX_ATTEMPTS, Ledger, LedgerStats, WorkerId};
 pub use work_unit::{UnitId, WorkUnit, chunk_size};
 
 use crate::data::Shard;
@@ -241,6 +241,18 @@ pub struct SweepResults {
     cells: BTreeMap<CellKey, CellOutcome>,
     /// Where the time went.
     pub timings: Timings,
+    run_info: Option<RunInfo>,
+}
+
+/// How a sweep was run: its id, what this run computed, and per-node figures.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    /// The sweep id (hash of its spec).
+    pub sweep_id: String,
+    /// Cells computed by this run (the rest were resumed from the ledger).
+    pub computed: usize,
+    /// Per node.
+    pub nodes: BTreeMap<String, crate::actors::NodeStats>,
 }
 
 impl SweepResults {
@@ -260,7 +272,28 @@ impl SweepResults {
             shards,
             cells,
             timings,
+            run_info: None,
         }
+    }
+
+    pub(crate) fn with_run_info(
+        mut self,
+        sweep_id: String,
+        computed: usize,
+        nodes: BTreeMap<String, crate::actors::NodeStats>,
+    ) -> Self {
+        self.run_info = Some(RunInfo {
+            sweep_id,
+            computed,
+            nodes,
+        });
+        self
+    }
+
+    /// How the sweep was run (id, cells computed by this run, per-node figures).
+    #[must_use]
+    pub fn run_info(&self) -> Option<&RunInfo> {
+        self.run_info.as_ref()
     }
 
     /// Strategy name.

@@ -1,5 +1,6 @@
 //! `ShardLoader`: loads each shard once per node and shares it by `Arc`, within a byte budget.
 //!
+//! One loader serves every dataset the node is asked to read (one `ShardReader` per dataset).
 //! Concurrent requests for one shard are coalesced into one read. Shards are kept in an LRU
 //! cache bounded by `budget_bytes`; a shard larger than the whole budget is not cached: the
 //! requester gets [`ShardHandle::Stream`] and streams it batch by batch, so memory stays bounded
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use crate::data::{DataError, Shard, ShardData, ShardId, ShardInfo, ShardReader};
+use crate::data::{DataError, Dataset, Shard, ShardData, ShardId, ShardInfo, ShardReader};
 
 /// A data error shared between everyone who asked for the shard.
 pub type SharedDataError = Arc<DataError>;
@@ -23,8 +24,8 @@ pub type SharedDataError = Arc<DataError>;
 pub enum ShardHandle {
     /// Loaded and checked, shared.
     Loaded(Arc<ShardData>),
-    /// Larger than the cache: stream it with the reader.
-    Stream(Arc<ShardInfo>),
+    /// Larger than the cache: stream it with this reader.
+    Stream(Arc<ShardInfo>, Arc<ShardReader>),
 }
 
 /// Loader statistics.
@@ -40,12 +41,17 @@ pub struct LoaderStats {
     pub cached_bytes: u64,
 }
 
-/// Messages of the [`ShardLoader`].
+type Reply = RpcReplyPort<Result<ShardHandle, SharedDataError>>;
+type CacheKey = (String, ShardId);
+
+/// Messages of the [`ShardLoader`] (local to a node).
 pub enum ShardLoaderMsg {
-    /// Get a shard (loading it if needed).
-    Get(Shard, RpcReplyPort<Result<ShardHandle, SharedDataError>>),
+    /// Get a shard of a dataset (loading it if needed).
+    Get(Dataset, Shard, Reply),
+    /// The ids of the shards in memory.
+    Cached(RpcReplyPort<Vec<ShardId>>),
     /// A read finished (internal).
-    Loaded(ShardId, Result<ShardHandle, DataError>, Duration),
+    Loaded(CacheKey, Result<ShardHandle, DataError>, Duration),
     /// Statistics.
     Stats(RpcReplyPort<LoaderStats>),
 }
@@ -53,45 +59,54 @@ pub enum ShardLoaderMsg {
 impl ractor::Message for ShardLoaderMsg {}
 
 /// Arguments of the [`ShardLoader`].
+#[derive(Clone, Copy, Debug)]
 pub struct ShardLoaderArgs {
-    /// The reader.
-    pub reader: Arc<ShardReader>,
     /// Cache budget in bytes.
     pub budget_bytes: u64,
 }
 
 /// State of the [`ShardLoader`].
 pub struct ShardLoaderState {
-    reader: Arc<ShardReader>,
     budget: u64,
-    cache: HashMap<ShardId, Arc<ShardData>>,
-    lru: VecDeque<ShardId>,
-    waiting: HashMap<ShardId, Vec<RpcReplyPort<Result<ShardHandle, SharedDataError>>>>,
-    failed: HashMap<ShardId, SharedDataError>,
+    readers: HashMap<String, Arc<ShardReader>>,
+    cache: HashMap<CacheKey, Arc<ShardData>>,
+    lru: VecDeque<CacheKey>,
+    waiting: HashMap<CacheKey, Vec<Reply>>,
+    failed: HashMap<CacheKey, SharedDataError>,
     stats: LoaderStats,
 }
 
 impl ShardLoaderState {
-    fn touch(&mut self, id: &ShardId) {
-        if let Some(pos) = self.lru.iter().position(|x| x == id) {
-            let id = self.lru.remove(pos).expect("position is valid");
-            self.lru.push_back(id);
+    fn touch(&mut self, key: &CacheKey) {
+        if let Some(pos) = self.lru.iter().position(|x| x == key) {
+            let key = self.lru.remove(pos).expect("position is valid");
+            self.lru.push_back(key);
         }
     }
 
-    fn insert(&mut self, id: ShardId, data: Arc<ShardData>) {
+    fn insert(&mut self, key: CacheKey, data: Arc<ShardData>) {
         self.stats.cached_bytes += data.bytes();
-        self.cache.insert(id.clone(), data);
-        self.lru.push_back(id);
+        self.cache.insert(key.clone(), data);
+        self.lru.push_back(key);
         while self.stats.cached_bytes > self.budget && self.lru.len() > 1 {
             let Some(old) = self.lru.pop_front() else {
                 break;
             };
             if let Some(d) = self.cache.remove(&old) {
                 self.stats.cached_bytes -= d.bytes();
-                tracing::debug!(shard = %old, "evicted from the shard cache");
+                tracing::debug!(shard = %old.1, "evicted from the shard cache");
             }
         }
+    }
+
+    fn reader(&mut self, dataset: &Dataset) -> Result<Arc<ShardReader>, DataError> {
+        let url = dataset.url().to_string();
+        if let Some(r) = self.readers.get(&url) {
+            return Ok(Arc::clone(r));
+        }
+        let reader = Arc::new(ShardReader::try_new(dataset)?);
+        self.readers.insert(url, Arc::clone(&reader));
+        Ok(reader)
     }
 }
 
@@ -110,8 +125,8 @@ impl Actor for ShardLoader {
         args: ShardLoaderArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(ShardLoaderState {
-            reader: args.reader,
             budget: args.budget_bytes,
+            readers: HashMap::new(),
             cache: HashMap::new(),
             lru: VecDeque::new(),
             waiting: HashMap::new(),
@@ -127,25 +142,31 @@ impl Actor for ShardLoader {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ShardLoaderMsg::Get(shard, reply) => {
-                let id = shard.id();
-                if let Some(data) = state.cache.get(&id).cloned() {
+            ShardLoaderMsg::Get(dataset, shard, reply) => {
+                let key = (dataset.url().to_string(), shard.id());
+                if let Some(data) = state.cache.get(&key).cloned() {
                     state.stats.shared += 1;
-                    state.touch(&id);
+                    state.touch(&key);
                     let _ = reply.send(Ok(ShardHandle::Loaded(data)));
-                } else if let Some(err) = state.failed.get(&id) {
+                } else if let Some(err) = state.failed.get(&key) {
                     let _ = reply.send(Err(Arc::clone(err)));
-                } else if let Some(waiters) = state.waiting.get_mut(&id) {
+                } else if let Some(waiters) = state.waiting.get_mut(&key) {
                     state.stats.shared += 1;
                     waiters.push(reply);
                 } else {
-                    state.waiting.insert(id.clone(), vec![reply]);
-                    let reader = Arc::clone(&state.reader);
+                    let reader = match state.reader(&dataset) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let _ = reply.send(Err(Arc::new(e)));
+                            return Ok(());
+                        }
+                    };
+                    state.waiting.insert(key.clone(), vec![reply]);
                     let budget = state.budget;
                     tokio::spawn(async move {
                         let started = Instant::now();
                         // A panic in a reader must not leave the waiters hanging.
-                        let result = std::panic::AssertUnwindSafe(read(&reader, &shard, budget))
+                        let result = std::panic::AssertUnwindSafe(read(reader, &shard, budget))
                             .catch_unwind()
                             .await
                             .unwrap_or_else(|_| {
@@ -154,27 +175,30 @@ impl Actor for ShardLoader {
                                     reason: "the reader panicked".to_owned(),
                                 })
                             });
-                        let _ = myself.cast(ShardLoaderMsg::Loaded(id, result, started.elapsed()));
+                        let _ = myself.cast(ShardLoaderMsg::Loaded(key, result, started.elapsed()));
                     });
                 }
             }
-            ShardLoaderMsg::Loaded(id, result, took) => {
+            ShardLoaderMsg::Cached(reply) => {
+                let _ = reply.send(state.lru.iter().map(|k| k.1.clone()).collect());
+            }
+            ShardLoaderMsg::Loaded(key, result, took) => {
                 state.stats.load_time += took;
-                let waiters = state.waiting.remove(&id).unwrap_or_default();
+                let waiters = state.waiting.remove(&key).unwrap_or_default();
                 let result = match result {
                     Ok(handle) => {
                         if let ShardHandle::Loaded(data) = &handle {
                             state.stats.loads += 1;
-                            tracing::info!(shard = %id, rows = data.n_rows(),
+                            tracing::info!(shard = %key.1, rows = data.n_rows(),
                                 ms = took.as_millis() as u64, "shard loaded");
-                            state.insert(id, Arc::clone(data));
+                            state.insert(key, Arc::clone(data));
                         }
                         Ok(handle)
                     }
                     Err(e) => {
                         let e = Arc::new(e);
                         if !matches!(*e, DataError::Store { .. }) {
-                            state.failed.insert(id, Arc::clone(&e));
+                            state.failed.insert(key, Arc::clone(&e));
                         }
                         Err(e)
                     }
@@ -191,12 +215,16 @@ impl Actor for ShardLoader {
     }
 }
 
-async fn read(reader: &ShardReader, shard: &Shard, budget: u64) -> Result<ShardHandle, DataError> {
+async fn read(
+    reader: Arc<ShardReader>,
+    shard: &Shard,
+    budget: u64,
+) -> Result<ShardHandle, DataError> {
     let info = Arc::new(reader.inspect(shard).await?);
     if info.bytes_in_memory() > budget {
         tracing::info!(shard = %shard, bytes = info.bytes_in_memory(), budget,
             "shard exceeds the cache budget: scorers will stream it");
-        return Ok(ShardHandle::Stream(info));
+        return Ok(ShardHandle::Stream(info, reader));
     }
     let mut stream = reader.open_inspected(Arc::clone(&info)).await?;
     let mut batches = Vec::new();

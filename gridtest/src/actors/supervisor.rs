@@ -1,98 +1,240 @@
-//! `Supervisor`: one per sweep. Spawns the scorers (linked), leases them work units from the
-//! [`Ledger`], records their cells by key, shows progress, and hands the finished ledger back.
+//! `Supervisor`: one per sweep, on the head. Leases work units from the [`Ledger`] to scorers on
+//! any node that ask (pull), preferring a node that holds the unit's shard; records their cells
+//! by key; persists every final cell; and watches the nodes.
 //!
-//! A scorer that dies has its leased units put back in the queue and is replaced (up to a
-//! bounded number of restarts).
+//! # Failure handling
+//! * A node whose session drops has its leases requeued at once ([`SupervisorMsg::NodeDown`]).
+//! * Every `heartbeat` the supervisor pings each node agent; a node that has not answered for
+//!   `node_timeout` (a hung process, a partition) loses its leases. If it comes back, its late
+//!   results are accepted by key: the first result of a cell wins, copies are counted as
+//!   duplicates and ignored.
+//! * Losing a node is not a failure of its cells; a cell that fails by itself is retried by the
+//!   ledger a bounded number of times.
+//! * When the queue is empty, idle scorers get a second copy of the longest-running units
+//!   (stragglers); the first result wins.
+//! * Progress (cells, failures, requeues, per-node throughput) is logged every
+//!   `progress_every`; a node whose per-scorer speed falls below half the median is flagged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use ractor::{
-    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
-};
+use ractor::pg::GroupChangeMessage;
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
-use super::scorer::{Scorer, ScorerArgs, ScorerStats};
+use crate::cluster::messages::{
+    AGENTS, Lease, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
+};
+use crate::cluster::wire::Wire;
+use crate::persist::LedgerLog;
 use crate::progress::Progress;
-use crate::sweep::{CellFailure, CellOutcome, Completion, Ledger, UnitId, WorkUnit};
+use crate::sweep::{Completion, Ledger};
 
-/// Restarts allowed per scorer slot before the supervisor gives up on replacing it.
-const MAX_RESTARTS_PER_SCORER: u32 = 3;
+/// Below this fraction of the median per-scorer speed, a node is flagged as slow.
+const SLOW_FRACTION: f64 = 0.5;
 
-/// A scorer's report on one unit.
-#[derive(Debug)]
-pub struct UnitReport {
-    /// The unit.
-    pub unit: UnitId,
-    /// Who ran it.
-    pub scorer: String,
-    /// Tick-parameter evaluations it took.
+/// What one node did for a sweep.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeStats {
+    /// Units reported (accepted or not).
+    pub units: u64,
+    /// Cells it made final.
+    pub cells: u64,
+    /// Evaluations of its reported units.
     pub evaluations: u64,
-    /// Wall time it took, including getting the shard.
-    pub compute: Duration,
-    /// One outcome per parameter set, or one failure for all.
-    pub result: Result<Vec<CellOutcome>, CellFailure>,
+    /// Scorer time spent on them.
+    pub busy: Duration,
+    /// Units taken back from it (disconnect, silence, drain).
+    pub requeued: u64,
+    /// Whether it was flagged as slow at the end.
+    pub slow: bool,
 }
 
-/// Messages of the [`Supervisor`].
-pub enum SupervisorMsg {
-    /// A scorer asks for work; `None` means the sweep has no more.
-    Lease(String, RpcReplyPort<Option<WorkUnit>>),
-    /// A scorer reports a unit.
-    Done(Box<UnitReport>),
+impl NodeStats {
+    /// Evaluations per second of scorer time (independent of how many scorers it runs).
+    #[must_use]
+    pub fn speed(&self) -> f64 {
+        self.evaluations as f64 / self.busy.as_secs_f64().max(1e-9)
+    }
 }
 
-impl ractor::Message for SupervisorMsg {}
+#[derive(Debug)]
+struct NodeState {
+    stats: NodeStats,
+    last_seen: Instant,
+    alive: bool,
+    draining: bool,
+}
 
-/// What the supervisor hands back when every unit is complete.
+/// What the supervisor hands back when every cell is final.
 #[derive(Debug)]
 pub struct SupervisorOutcome {
     /// The ledger, every cell final.
     pub ledger: Ledger,
     /// From the first lease to the last result.
     pub compute_wall: Duration,
-    /// Per scorer.
-    pub scorers: BTreeMap<String, ScorerStats>,
+    /// Cells made final by this run (not resumed from a persisted ledger).
+    pub computed: usize,
+    /// Per node.
+    pub nodes: BTreeMap<String, NodeStats>,
+}
+
+/// Timing settings of a supervisor.
+#[derive(Clone, Copy, Debug)]
+pub struct SupervisorTiming {
+    /// Heartbeat period (and ping timeout).
+    pub heartbeat: Duration,
+    /// Silence after which a node loses its leases.
+    pub node_timeout: Duration,
+    /// Progress log period.
+    pub progress_every: Duration,
+}
+
+impl Default for SupervisorTiming {
+    fn default() -> Self {
+        Self {
+            heartbeat: Duration::from_millis(1000),
+            node_timeout: Duration::from_secs(5),
+            progress_every: Duration::from_secs(5),
+        }
+    }
 }
 
 /// Arguments of the [`Supervisor`].
 pub struct SupervisorArgs {
-    /// The units to run.
+    /// The units to run (with the cells already done, when resumed).
     pub ledger: Ledger,
-    /// Scorers to spawn.
-    pub scorers: usize,
-    /// Template for the scorers' arguments (`name` and `supervisor` are filled in).
-    pub scorer_template: ScorerTemplate,
+    /// What scorers need to run the units.
+    pub context: SweepContext,
     /// Progress display.
     pub progress: Progress,
+    /// The persisted ledger, if any.
+    pub log: Option<LedgerLog>,
+    /// Timing.
+    pub timing: SupervisorTiming,
     /// Where the outcome goes.
     pub done: oneshot::Sender<SupervisorOutcome>,
-}
-
-/// The parts of [`ScorerArgs`] shared by every scorer.
-#[derive(Clone)]
-pub struct ScorerTemplate {
-    /// The node's loader.
-    pub loader: ActorRef<super::shard_loader::ShardLoaderMsg>,
-    /// The reader, for streamed shards.
-    pub reader: std::sync::Arc<crate::data::ShardReader>,
-    /// The strategy.
-    pub strategy: crate::strategy::StrategyEntry,
-    /// The execution model.
-    pub exec: crate::engine::ExecModel,
 }
 
 /// State of the [`Supervisor`].
 pub struct SupervisorState {
     ledger: Option<Ledger>,
+    context: SweepContext,
     progress: Progress,
+    log: Option<LedgerLog>,
+    timing: SupervisorTiming,
     done: Option<oneshot::Sender<SupervisorOutcome>>,
-    template: ScorerTemplate,
-    names: HashMap<ActorId, String>,
-    restarts: HashMap<String, u32>,
+    nodes: BTreeMap<String, NodeState>,
+    /// Agent actor id (as shown by this node) → node name.
+    agents: HashMap<String, String>,
     first_lease: Option<Instant>,
-    scorers: BTreeMap<String, ScorerStats>,
-    initial_scorers: usize,
+    computed: usize,
+    last_progress: Instant,
+}
+
+impl SupervisorState {
+    fn node(&mut self, name: &str) -> &mut NodeState {
+        self.nodes
+            .entry(name.to_owned())
+            .or_insert_with(|| NodeState {
+                stats: NodeStats::default(),
+                last_seen: Instant::now(),
+                alive: true,
+                draining: false,
+            })
+    }
+
+    /// Any message from a node proves it is alive.
+    fn seen(&mut self, name: &str) {
+        let node = self.node(name);
+        node.last_seen = Instant::now();
+        if !node.alive {
+            node.alive = true;
+            tracing::warn!(node = name, "node is back; its late results count once");
+        }
+    }
+
+    fn lose(&mut self, name: &str, why: &str) {
+        let released = self
+            .ledger
+            .as_mut()
+            .map(|l| l.release_node(name))
+            .unwrap_or_default();
+        let node = self.node(name);
+        node.alive = false;
+        node.stats.requeued += released.len() as u64;
+        if !released.is_empty() {
+            tracing::warn!(
+                node = name,
+                reason = why,
+                units = released.len(),
+                "node lost: its units go back to the queue"
+            );
+            self.progress.requeued(released.len());
+        } else {
+            tracing::info!(node = name, reason = why, "node lost (it held no units)");
+        }
+    }
+
+    /// Flags nodes whose per-scorer speed is far below the median of the others.
+    fn flag_slow_nodes(&mut self) -> Vec<String> {
+        let mut speeds: Vec<f64> = self
+            .nodes
+            .values()
+            .filter(|n| n.stats.units >= 2)
+            .map(|n| n.stats.speed())
+            .collect();
+        if speeds.len() < 2 {
+            return Vec::new();
+        }
+        speeds.sort_by(f64::total_cmp);
+        let median = speeds[speeds.len() / 2];
+        let mut slow = Vec::new();
+        for (name, n) in &mut self.nodes {
+            let is_slow = n.stats.units >= 2 && n.stats.speed() < SLOW_FRACTION * median;
+            if is_slow && !n.stats.slow {
+                tracing::warn!(node = %name, speed = format!("{:.3e}", n.stats.speed()),
+                    median = format!("{median:.3e}"),
+                    "node is slow (throttled card or noisy neighbour?)");
+            }
+            n.stats.slow = is_slow;
+            if is_slow {
+                slow.push(name.clone());
+            }
+        }
+        slow
+    }
+
+    fn log_progress(&mut self) {
+        let Some(ledger) = &self.ledger else { return };
+        let elapsed = self
+            .first_lease
+            .map_or(0.0, |t| t.elapsed().as_secs_f64().max(1e-9));
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|(name, n)| {
+                format!(
+                    "{name}:{:.0}cells/s{}{}",
+                    n.stats.cells as f64 / elapsed.max(1e-9),
+                    if n.alive { "" } else { "(lost)" },
+                    if n.stats.slow { "(slow)" } else { "" }
+                )
+            })
+            .collect();
+        let stats = ledger.stats();
+        tracing::info!(
+            done = ledger.recorded(),
+            total = ledger.expected(),
+            failed = ledger.failed(),
+            requeued = stats.requeued,
+            speculative = stats.speculative,
+            duplicates = stats.duplicate_cells,
+            nodes = nodes.join(" "),
+            "progress"
+        );
+    }
 }
 
 /// The sweep supervisor actor.
@@ -100,53 +242,56 @@ pub struct SupervisorState {
 pub struct Supervisor;
 
 impl Supervisor {
-    async fn spawn_scorer(
-        myself: &ActorRef<SupervisorMsg>,
-        state: &mut SupervisorState,
-        name: String,
-    ) -> Result<(), ActorProcessingErr> {
-        let t = state.template.clone();
-        let args = ScorerArgs {
-            name: name.clone(),
-            supervisor: myself.clone(),
-            loader: t.loader,
-            reader: t.reader,
-            strategy: t.strategy,
-            exec: t.exec,
-        };
-        let (scorer, _) = Actor::spawn_linked(None, Scorer, args, myself.get_cell()).await?;
-        state.names.insert(scorer.get_id(), name);
-        Ok(())
-    }
-
-    fn finish_if_done(myself: &ActorRef<SupervisorMsg>, state: &mut SupervisorState) {
+    async fn finish_if_done(myself: &ActorRef<SupervisorMsg>, state: &mut SupervisorState) {
         if !state.ledger.as_ref().is_some_and(Ledger::is_finished) {
             return;
         }
+        if let Some(log) = state.log.as_mut()
+            && let Err(e) = log.flush().await
+        {
+            tracing::error!(error = %e, "could not persist the last cells");
+        }
         state.progress.finish();
+        state.flag_slow_nodes();
+        state.log_progress();
         if let (Some(ledger), Some(done)) = (state.ledger.take(), state.done.take()) {
             let outcome = SupervisorOutcome {
                 ledger,
                 compute_wall: state.first_lease.map_or(Duration::ZERO, |t| t.elapsed()),
-                scorers: std::mem::take(&mut state.scorers),
+                computed: state.computed,
+                nodes: state
+                    .nodes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.stats.clone()))
+                    .collect(),
             };
             let _ = done.send(outcome);
         }
-        myself.stop_children(None);
         myself.stop(Some("sweep complete".to_owned()));
     }
 
-    fn lost(state: &mut SupervisorState, cell: &ActorCell, why: &str) -> Option<String> {
-        let name = state.names.remove(&cell.get_id())?;
-        if let Some(ledger) = state.ledger.as_mut() {
-            let released = ledger.release(&name);
-            if !released.is_empty() {
-                tracing::warn!(scorer = %name, units = released.len(), reason = why,
-                    "scorer lost: its units go back to the queue");
-                state.progress.requeued(released.len());
+    fn ping_agents(myself: &ActorRef<SupervisorMsg>, timeout: Duration) {
+        for cell in ractor::pg::get_scoped_members(&SCOPE.to_owned(), &AGENTS.to_owned()) {
+            let agent = ActorRef::<NodeAgentMsg>::from(cell);
+            let me = myself.clone();
+            tokio::spawn(async move {
+                if let Ok(CallResult::Success(status)) =
+                    agent.call(NodeAgentMsg::Ping, Some(timeout)).await
+                {
+                    let _ = me.cast(SupervisorMsg::Alive(agent.get_id().to_string(), status));
+                }
+            });
+        }
+    }
+
+    fn agent_left(state: &mut SupervisorState, cells: &[ActorCell]) {
+        for cell in cells {
+            if let Some(name) = state.agents.remove(&cell.get_id().to_string())
+                && state.nodes.get(&name).is_some_and(|n| n.alive)
+            {
+                state.lose(&name, "left the cluster");
             }
         }
-        Some(name)
     }
 }
 
@@ -157,21 +302,28 @@ impl Actor for Supervisor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let state = SupervisorState {
+        ractor::pg::join_scoped(
+            SCOPE.to_owned(),
+            SUPERVISORS.to_owned(),
+            vec![myself.get_cell()],
+        );
+        ractor::pg::monitor_scope(SCOPE.to_owned(), myself.get_cell());
+        Ok(SupervisorState {
             ledger: Some(args.ledger),
+            context: args.context,
             progress: args.progress,
+            log: args.log,
+            timing: args.timing,
             done: Some(args.done),
-            template: args.scorer_template,
-            names: HashMap::new(),
-            restarts: HashMap::new(),
+            nodes: BTreeMap::new(),
+            agents: HashMap::new(),
             first_lease: None,
-            scorers: BTreeMap::new(),
-            initial_scorers: args.scorers.max(1),
-        };
-        Ok(state)
+            computed: 0,
+            last_progress: Instant::now(),
+        })
     }
 
     async fn post_start(
@@ -179,10 +331,22 @@ impl Actor for Supervisor {
         myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        for i in 0..state.initial_scorers {
-            Self::spawn_scorer(&myself, state, format!("scorer-{i}")).await?;
-        }
-        Self::finish_if_done(&myself, state);
+        let period = (state.timing.heartbeat / 2).max(Duration::from_millis(50));
+        myself.send_interval(period, || SupervisorMsg::Tick);
+        Self::finish_if_done(&myself, state).await;
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        _state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        ractor::pg::leave_scoped(
+            SCOPE.to_owned(),
+            SUPERVISORS.to_owned(),
+            vec![myself.get_cell()],
+        );
         Ok(())
     }
 
@@ -192,35 +356,119 @@ impl Actor for Supervisor {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        if let SupervisorMsg::Barrier(reply) = msg {
+            let _ = reply.send(0);
+            return Ok(());
+        }
+        if state.ledger.is_none() {
+            return Ok(()); // finished; stopping
+        }
         match msg {
-            SupervisorMsg::Lease(scorer, reply) => {
-                let unit = state.ledger.as_mut().and_then(|l| l.lease(&scorer));
+            SupervisorMsg::Barrier(_) => {}
+            SupervisorMsg::Lease(Wire(request), reply) => {
+                state.seen(&request.worker.node);
+                let draining = state.node(&request.worker.node).draining;
+                let ledger = state.ledger.as_mut().expect("checked");
+                let unit = if draining {
+                    None
+                } else {
+                    ledger.lease(&request.worker, &request.cached)
+                };
                 if unit.is_some() && state.first_lease.is_none() {
                     state.first_lease = Some(Instant::now());
                 }
-                let _ = reply.send(unit);
+                let lease = unit.map(|unit| Lease {
+                    context: state.context.clone(),
+                    unit,
+                });
+                let _ = reply.send(Wire(lease));
             }
-            SupervisorMsg::Done(report) => {
-                let report = *report;
-                let Some(ledger) = state.ledger.as_mut() else {
+            SupervisorMsg::Report(Wire(report)) => {
+                if report.sweep_id != state.context.sweep_id {
+                    tracing::debug!(sweep = %report.sweep_id, "report for another sweep ignored");
                     return Ok(());
-                };
-                let completion = match report.result {
-                    Ok(outcomes) => ledger.complete(report.unit, outcomes),
+                }
+                state.seen(&report.worker.node);
+                let UnitReport {
+                    worker,
+                    unit,
+                    shard,
+                    results,
+                    evaluations,
+                    busy_ms,
+                    ..
+                } = report;
+                let ledger = state.ledger.as_mut().expect("checked");
+                let completion = match results {
+                    Ok(results) => ledger.report(Some(unit), &shard, results),
                     Err(failure) => {
-                        tracing::warn!(unit = %report.unit, scorer = %report.scorer,
-                            error = %failure, "unit failed");
-                        ledger.fail_unit(report.unit, &failure)
+                        tracing::warn!(%unit, %worker, error = %failure, "unit failed");
+                        ledger.fail_unit(unit, &failure)
                     }
                 };
-                if let Completion::Accepted(new) = completion {
-                    let stats = state.scorers.entry(report.scorer).or_default();
-                    stats.units += 1;
-                    stats.evaluations += report.evaluations;
-                    stats.busy += report.compute;
-                    state.progress.set(ledger.recorded(), ledger.failed(), new);
+                let journal = ledger.take_journal();
+                if let Some(log) = state.log.as_mut() {
+                    for (key, outcome) in &journal {
+                        log.push(key, outcome);
+                    }
                 }
-                Self::finish_if_done(&myself, state);
+                let (recorded, failed) = (ledger.recorded(), ledger.failed());
+                let new = match completion {
+                    Completion::Accepted { new, .. } => new,
+                    Completion::Duplicate => 0,
+                };
+                state.computed += new;
+                let node = state.node(&worker.node);
+                node.stats.units += 1;
+                node.stats.cells += new as u64;
+                node.stats.evaluations += evaluations;
+                node.stats.busy += Duration::from_millis(busy_ms);
+                state.progress.set(recorded, failed, new);
+                Self::finish_if_done(&myself, state).await;
+            }
+            SupervisorMsg::Release(Wire(worker)) => {
+                let ledger = state.ledger.as_mut().expect("checked");
+                let n = ledger.release_worker(&worker).len();
+                state.node(&worker.node).stats.requeued += n as u64;
+                state.progress.requeued(n);
+            }
+            SupervisorMsg::ReleaseNode(node) => {
+                state.lose(&node, "handed its work back");
+            }
+            SupervisorMsg::NodeDown(node) => {
+                if state.nodes.get(&node).is_some_and(|n| n.alive) {
+                    state.lose(&node, "disconnected");
+                }
+            }
+            SupervisorMsg::Alive(agent, Wire(status)) => {
+                state.agents.insert(agent, status.node.clone());
+                state.seen(&status.node);
+                let n = state.node(&status.node);
+                n.draining = status.draining;
+            }
+            SupervisorMsg::Tick => {
+                Self::ping_agents(&myself, state.timing.heartbeat);
+                let timeout = state.timing.node_timeout;
+                let silent: Vec<String> = state
+                    .nodes
+                    .iter()
+                    .filter(|(_, n)| n.alive && n.last_seen.elapsed() > timeout)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for name in silent {
+                    state.lose(&name, "silent past the heartbeat deadline");
+                }
+                if let Some(log) = state.log.as_mut()
+                    && log.pending() > 0
+                    && let Err(e) = log.flush().await
+                {
+                    tracing::error!(error = %e, "could not persist cells; will retry");
+                }
+                if state.last_progress.elapsed() >= state.timing.progress_every {
+                    state.last_progress = Instant::now();
+                    state.flag_slow_nodes();
+                    state.log_progress();
+                }
             }
         }
         Ok(())
@@ -228,33 +476,17 @@ impl Actor for Supervisor {
 
     async fn handle_supervisor_evt(
         &self,
-        myself: ActorRef<Self::Msg>,
+        _myself: ActorRef<Self::Msg>,
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        match event {
-            SupervisionEvent::ActorFailed(cell, err) => {
-                let why = err.to_string();
-                if let Some(name) = Self::lost(state, &cell, &why) {
-                    let restarts = state.restarts.entry(name.clone()).or_default();
-                    *restarts += 1;
-                    if *restarts <= MAX_RESTARTS_PER_SCORER && state.ledger.is_some() {
-                        tracing::warn!(scorer = %name, error = %why, "scorer failed; restarting it");
-                        Self::spawn_scorer(&myself, state, name).await?;
-                    } else {
-                        tracing::error!(scorer = %name, error = %why, "scorer failed too often");
-                    }
+        if let SupervisionEvent::ProcessGroupChanged(change) = event {
+            match change {
+                GroupChangeMessage::Leave(_, group, cells) if group == AGENTS => {
+                    Self::agent_left(state, &cells);
                 }
-                if state.names.is_empty() && state.ledger.is_some() {
-                    return Err(From::from(
-                        "every scorer has failed; the sweep cannot finish",
-                    ));
-                }
+                _ => {}
             }
-            SupervisionEvent::ActorTerminated(cell, _, reason) => {
-                let _ = Self::lost(state, &cell, reason.as_deref().unwrap_or("stopped"));
-            }
-            _ => {}
         }
         Ok(())
     }

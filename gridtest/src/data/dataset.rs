@@ -11,6 +11,7 @@ use url::Url;
 
 use super::error::{DataError, Result};
 use super::shard::Shard;
+use crate::storage::{Location, LocationError};
 use crate::strategy::DataKind;
 
 /// A dataset: Parquet files laid out `ROOT/symbol=SYM/date=YYYY-MM-DD/*.parquet`, holding ticks
@@ -37,41 +38,15 @@ impl Dataset {
     /// # Errors
     /// [`DataError::InvalidLocation`] for an unsupported scheme or an unusable path.
     pub fn try_new(location: &str, kind: DataKind) -> Result<Self> {
-        let invalid = |reason: String| DataError::InvalidLocation {
-            location: location.to_owned(),
-            reason,
-        };
-        let mut url = match Url::parse(location) {
-            Ok(url) if url.scheme().len() > 1 => url,
-            _ => {
-                // Resolve `..` and symlinks when the path exists (object_store rejects `..`).
-                let abs = std::fs::canonicalize(location)
-                    .or_else(|_| std::path::absolute(location))
-                    .map_err(|e| invalid(e.to_string()))?;
-                Url::from_directory_path(&abs)
-                    .map_err(|()| invalid("not an absolute path".to_owned()))?
-            }
-        };
-        match url.scheme() {
-            "file" => {}
-            "s3" => {
-                if url.host_str().is_none_or(str::is_empty) {
-                    return Err(invalid(
-                        "an s3 URL needs a bucket: s3://bucket/prefix".into(),
-                    ));
-                }
-            }
-            other => {
-                return Err(invalid(format!(
-                    "unsupported scheme `{other}` (use a path, file:// or s3://)"
-                )));
-            }
-        }
-        if !url.path().ends_with('/') {
-            let path = format!("{}/", url.path());
-            url.set_path(&path);
-        }
-        Ok(Self { url, kind })
+        let location = Location::parse(location).map_err(location_error)?;
+        Ok(Self {
+            url: location.url().clone(),
+            kind,
+        })
+    }
+
+    fn location(&self) -> Location {
+        Location::parse(self.url.as_str()).expect("a dataset URL is a valid location")
     }
 
     /// The root URL (always ends with `/`).
@@ -89,9 +64,7 @@ impl Dataset {
     /// The base URL the object store is registered under (`file:///` or `s3://bucket`).
     #[must_use]
     pub fn store_url(&self) -> Url {
-        let mut base = self.url.clone();
-        base.set_path("/");
-        base
+        self.location().store_url()
     }
 
     /// Builds the object store serving the dataset, and the root's path inside it.
@@ -99,33 +72,13 @@ impl Dataset {
     /// # Errors
     /// [`DataError::Store`] if the store cannot be configured.
     pub fn store(&self) -> Result<(Arc<dyn ObjectStore>, Path)> {
-        let url = self.url.as_str().to_owned();
-        let store: Arc<dyn ObjectStore> = match self.url.scheme() {
-            "s3" => Arc::new(
-                object_store::aws::AmazonS3Builder::from_env()
-                    .with_url(self.url.as_str())
-                    .build()
-                    .map_err(|source| DataError::Store {
-                        url: url.clone(),
-                        source,
-                    })?,
-            ),
-            _ => Arc::new(object_store::local::LocalFileSystem::new()),
-        };
-        let path =
-            Path::from_url_path(self.url.path()).map_err(|e| DataError::InvalidLocation {
-                location: url,
-                reason: e.to_string(),
-            })?;
-        Ok((store, path))
+        self.location().store().map_err(location_error)
     }
 
     /// The URL of an object of the dataset's store.
     #[must_use]
     pub fn object_url(&self, path: &Path) -> String {
-        let mut u = self.store_url();
-        u.set_path(&format!("/{path}"));
-        u.to_string()
+        self.location().object_url(path)
     }
 
     /// Symbols present (`symbol=…` directories), sorted.
@@ -236,4 +189,13 @@ fn summary(items: &[String]) -> String {
         s.push_str(&format!(", … ({} in all)", items.len()));
     }
     s
+}
+
+fn location_error(e: LocationError) -> DataError {
+    match e {
+        LocationError::Invalid { location, reason } => {
+            DataError::InvalidLocation { location, reason }
+        }
+        LocationError::Store { url, source } => DataError::Store { url, source },
+    }
 }

@@ -155,7 +155,7 @@ impl PathGen {
         let sigma = self.base_sigma * self.log_vol.exp();
         let step = if self.trending {
             let zd: f64 = self.rng.sample(StandardNormal);
-            self.drift = 0.9995 * self.drift + 0.003 * self.base_sigma * zd;
+            self.drift = 0.9995 * self.drift + 0.0004 * self.base_sigma * zd;
             self.drift + sigma * z
         } else {
             -0.0005 * (self.log_price - self.anchor) + sigma * z

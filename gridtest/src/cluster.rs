@@ -1,0 +1,24 @@
+//! Running a sweep across nodes with ractor_cluster: one binary, three roles.
+//!
+//! ```text
+//! head (StatefulSet ordinal 0)                 worker × N
+//! ├─ NodeServer ◀──────── TCP (+TLS), cookie ──── NodeServer
+//! ├─ Supervisor  ◀─ Lease / Report ───────────── Scorer × cores ─▶ ShardLoader ─▶ dataset
+//! │     │ Ping (heartbeat) ─────────────────────▶ NodeAgent
+//! │     └─ LedgerLog ─▶ ROOT/sweeps/<id>/ledger
+//! └─ NodeAgent, Scorers, ShardLoader (unless --threads 0)
+//! ```
+//!
+//! Scorers pull units from the supervisor found in the `supervisors` process group, each node
+//! reads its own shards, and only keys, parameters and metrics cross the wire. See
+//! `docs/cluster.md` for the settings and the failure model.
+
+pub mod config;
+pub mod head;
+pub mod messages;
+pub mod node;
+pub mod transport;
+pub mod wire;
+pub mod worker;
+
+pub use config::{ClusterArgs, ClusterConfig, Role};

@@ -1,0 +1,130 @@
+//! Every message that crosses nodes, and its payloads. Variant names are the wire contract:
+//! never rename one once shipped; add new variants instead.
+//!
+//! Payloads hold keys, parameters and results only, never shard data: every node reads its
+//! shards from the dataset itself.
+
+use ractor::RpcReplyPort;
+use ractor_cluster::RactorClusterMessage;
+use serde::{Deserialize, Serialize};
+
+use super::wire::Wire;
+use crate::data::{Shard, ShardId};
+use crate::engine::ExecModel;
+use crate::params::ParamSetId;
+use crate::strategy::DataKind;
+use crate::sweep::{CellFailure, CellOutcome, UnitId, WorkUnit, WorkerId};
+
+/// The process group scope of gridtest's actors.
+pub const SCOPE: &str = "gridtest";
+/// Process group of sweep supervisors.
+pub const SUPERVISORS: &str = "supervisors";
+/// Process group of node agents.
+pub const AGENTS: &str = "agents";
+
+/// What a scorer needs to run units of a sweep (sent with every lease: a few hundred bytes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepContext {
+    /// The sweep.
+    pub sweep_id: String,
+    /// Registered strategy name.
+    pub strategy: String,
+    /// Dataset root URL.
+    pub dataset: String,
+    /// Ticks or bars.
+    pub kind: DataKind,
+    /// Execution model.
+    pub exec: ExecModel,
+}
+
+/// A scorer asks for work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeaseRequest {
+    /// Who asks.
+    pub worker: WorkerId,
+    /// Shards its node holds in memory (the supervisor prefers those).
+    pub cached: Vec<ShardId>,
+}
+
+/// A unit leased to a scorer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The sweep it belongs to.
+    pub context: SweepContext,
+    /// The unit.
+    pub unit: WorkUnit,
+}
+
+/// A scorer's report on a unit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnitReport {
+    /// The sweep.
+    pub sweep_id: String,
+    /// Who ran it.
+    pub worker: WorkerId,
+    /// The unit as leased.
+    pub unit: UnitId,
+    /// Its shard.
+    pub shard: Shard,
+    /// One outcome per parameter set, or one failure for the whole unit.
+    pub results: Result<Vec<(ParamSetId, CellOutcome)>, CellFailure>,
+    /// Tick-parameter evaluations it took.
+    pub evaluations: u64,
+    /// Milliseconds it took, getting the shard included.
+    pub busy_ms: u64,
+}
+
+/// A node's answer to a heartbeat.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// Node name.
+    pub node: String,
+    /// CPU cores.
+    pub cores: u32,
+    /// Memory, bytes.
+    pub memory_bytes: u64,
+    /// Scorers running.
+    pub scorers: u32,
+    /// Whether it is draining (SIGTERM): it takes no new work.
+    pub draining: bool,
+    /// Units it completed.
+    pub units: u64,
+    /// Evaluations it completed.
+    pub evaluations: u64,
+}
+
+/// Messages of a sweep supervisor (reachable from every node).
+#[derive(RactorClusterMessage)]
+pub enum SupervisorMsg {
+    /// A scorer asks for a unit; `None`: nothing to do now.
+    #[rpc]
+    Lease(Wire<LeaseRequest>, RpcReplyPort<Wire<Option<Lease>>>),
+    /// A scorer reports a unit.
+    Report(Wire<UnitReport>),
+    /// A worker hands its lease back (its scorer stopped).
+    Release(Wire<WorkerId>),
+    /// A node hands back everything it holds (drain grace over).
+    ReleaseNode(String),
+    /// Timer (local).
+    Tick,
+    /// A node agent (actor id as seen here) answered a heartbeat (local, from a ping task).
+    Alive(String, Wire<NodeStatus>),
+    /// A node's session dropped (local, from node events).
+    NodeDown(String),
+    /// Answers once every message sent before it on the same session has been handled (a
+    /// draining worker calls it before exiting so that its last reports are not lost).
+    #[rpc]
+    Barrier(RpcReplyPort<u64>),
+}
+
+/// Messages of a node agent (one per node).
+#[derive(RactorClusterMessage)]
+pub enum NodeAgentMsg {
+    /// Heartbeat: answers the node's status.
+    #[rpc]
+    Ping(RpcReplyPort<Wire<NodeStatus>>),
+    /// A local scorer finished a unit of this many evaluations (local).
+    UnitDone(u64),
+    /// Stop taking work and stop once the current units are done (SIGTERM).
+    Drain,
+}

@@ -1,0 +1,256 @@
+//! Sockets between nodes. gridtest owns them (instead of letting ractor_cluster open them) so
+//! that it knows the bound port, sets TCP keepalive and `TCP_USER_TIMEOUT` (a partitioned peer
+//! is dropped after seconds, not after the kernel's ~15 minute retransmission limit), and does
+//! the TLS handshake itself. Established streams are handed to the `NodeServer`, which runs the
+//! cookie authentication and the session.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::ActorRef;
+use ractor_cluster::{NetworkStream, NodeServerMessage};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use socket2::{SockRef, TcpKeepalive};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use super::config::TlsFiles;
+
+/// Keepalive probes start after this idle time.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(2);
+/// Unacknowledged data is given up after this long.
+const USER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A TLS handshake must finish within this.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Errors of the transport.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// A socket operation failed.
+    #[error("{what} {addr}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The address.
+        addr: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// TLS material is unusable.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The node server is gone.
+    #[error("the node server is not running")]
+    NodeServer,
+}
+
+fn tune(stream: &TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let sock = SockRef::from(stream);
+    let _ = sock.set_tcp_keepalive(
+        &TcpKeepalive::new()
+            .with_time(KEEPALIVE_IDLE)
+            .with_interval(Duration::from_secs(1)),
+    );
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let _ = sock.set_tcp_user_timeout(Some(USER_TIMEOUT));
+}
+
+/// TLS configuration of a node: mutual TLS, both sides present a certificate chaining to the CA.
+#[derive(Clone)]
+pub struct Tls {
+    acceptor: TlsAcceptor,
+    connector: TlsConnector,
+    server_name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tls {
+    /// Loads the certificate, key and CA files.
+    ///
+    /// # Errors
+    /// [`TransportError::Tls`] naming the file that is missing or malformed.
+    pub fn load(files: &TlsFiles) -> Result<Self, TransportError> {
+        let tls = |what: &str, path: &std::path::Path, e: &dyn std::fmt::Display| {
+            TransportError::Tls(format!("{what} {}: {e}", path.display()))
+        };
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
+            .map_err(|e| tls("certificate", &files.cert, &e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| tls("certificate", &files.cert, &e))?;
+        let key =
+            PrivateKeyDer::from_pem_file(&files.key).map_err(|e| tls("key", &files.key, &e))?;
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in CertificateDer::pem_file_iter(&files.ca).map_err(|e| tls("CA", &files.ca, &e))? {
+            roots
+                .add(ca.map_err(|e| tls("CA", &files.ca, &e))?)
+                .map_err(|e| tls("CA", &files.ca, &e))?;
+        }
+        let roots = Arc::new(roots);
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::clone(&roots),
+            Arc::clone(&provider),
+        )
+        .build()
+        .map_err(|e| TransportError::Tls(e.to_string()))?;
+        let server = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TransportError::Tls(e.to_string()))?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(certs.clone(), key.clone_key())
+            .map_err(|e| tls("certificate", &files.cert, &e))?;
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TransportError::Tls(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(certs, key)
+            .map_err(|e| tls("certificate", &files.cert, &e))?;
+        let server_name = ServerName::try_from(files.server_name.clone())
+            .map_err(|e| TransportError::Tls(format!("server name {}: {e}", files.server_name)))?;
+        Ok(Self {
+            acceptor: TlsAcceptor::from(Arc::new(server)),
+            connector: TlsConnector::from(Arc::new(client)),
+            server_name,
+        })
+    }
+}
+
+/// Binds `addr` and hands every accepted connection to the node server; returns the bound
+/// address (useful with port 0).
+///
+/// # Errors
+/// [`TransportError::Io`] if the address cannot be bound.
+pub async fn listen(
+    node: ActorRef<NodeServerMessage>,
+    addr: &str,
+    tls: Option<Tls>,
+) -> Result<SocketAddr, TransportError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| TransportError::Io {
+            what: "cannot listen on",
+            addr: addr.to_owned(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| TransportError::Io {
+        what: "cannot read the address of",
+        addr: addr.to_owned(),
+        source,
+    })?;
+    tokio::spawn(async move {
+        loop {
+            let (stream, peer_addr) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            tune(&stream);
+            let local_addr = stream.local_addr().unwrap_or(bound);
+            let node = node.clone();
+            let tls = tls.clone();
+            tokio::spawn(async move {
+                let network = match tls {
+                    None => NetworkStream::Raw {
+                        peer_addr,
+                        local_addr,
+                        stream,
+                    },
+                    Some(tls) => {
+                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream))
+                            .await
+                        {
+                            Ok(Ok(stream)) => NetworkStream::TlsServer {
+                                peer_addr,
+                                local_addr,
+                                stream,
+                            },
+                            Ok(Err(e)) => {
+                                tracing::warn!(peer = %peer_addr, error = %e, "TLS handshake refused");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::warn!(peer = %peer_addr, "TLS handshake timed out");
+                                return;
+                            }
+                        }
+                    }
+                };
+                let _ = node.cast(NodeServerMessage::ConnectionOpened {
+                    stream: Box::new(network),
+                    is_server: true,
+                });
+            });
+        }
+    });
+    Ok(bound)
+}
+
+/// Dials `addr` (resolving it afresh) and hands the connection to the node server.
+///
+/// # Errors
+/// [`TransportError::Io`] if the connection or the TLS handshake fails.
+pub async fn dial(
+    node: &ActorRef<NodeServerMessage>,
+    addr: &str,
+    tls: Option<&Tls>,
+) -> Result<(), TransportError> {
+    let io = |what, source| TransportError::Io {
+        what,
+        addr: addr.to_owned(),
+        source,
+    };
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| io("cannot connect to", e))?;
+    tune(&stream);
+    let peer_addr = stream.peer_addr().map_err(|e| io("cannot connect to", e))?;
+    let local_addr = stream
+        .local_addr()
+        .map_err(|e| io("cannot connect to", e))?;
+    let network = match tls {
+        None => NetworkStream::Raw {
+            peer_addr,
+            local_addr,
+            stream,
+        },
+        Some(tls) => {
+            let stream = tokio::time::timeout(
+                HANDSHAKE_TIMEOUT,
+                tls.connector.connect(tls.server_name.clone(), stream),
+            )
+            .await
+            .map_err(|_| {
+                io(
+                    "TLS handshake timed out with",
+                    std::io::ErrorKind::TimedOut.into(),
+                )
+            })?
+            .map_err(|e| io("TLS handshake failed with", e))?;
+            NetworkStream::TlsClient {
+                peer_addr,
+                local_addr,
+                stream,
+            }
+        }
+    };
+    node.cast(NodeServerMessage::ConnectionOpened {
+        stream: Box::new(network),
+        is_server: false,
+    })
+    .map_err(|_| TransportError::NodeServer)
+}

@@ -1,0 +1,181 @@
+//! A worker: joins the head (re-dialling with back-off whenever the session drops, resolving
+//! the address afresh each time), runs a node agent with its scorers until SIGTERM or SIGINT,
+//! then drains: the units in hand are finished within the grace period, or handed back.
+
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorRef};
+use tokio::sync::mpsc;
+
+use super::config::ClusterConfig;
+use super::messages::{NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg};
+use super::node::{self, NodeEvent};
+use super::transport::{self, Tls};
+use crate::actors::{NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs};
+use crate::error::{Error, Result};
+use crate::run::RunOptions;
+
+/// How long a dialled session may take to authenticate.
+const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest pause between dial attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+fn supervisors() -> Vec<ActorRef<SupervisorMsg>> {
+    ractor::pg::get_scoped_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned())
+        .into_iter()
+        .map(ActorRef::from)
+        .collect()
+}
+
+/// Keeps this node joined to one of `seeds`; returns an error only if it never managed to join
+/// within the join timeout.
+async fn stay_joined(
+    server: ActorRef<ractor_cluster::NodeServerMessage>,
+    mut events: mpsc::UnboundedReceiver<NodeEvent>,
+    config: ClusterConfig,
+    tls: Option<Tls>,
+) -> std::result::Result<(), String> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(200);
+    let (mut ever_joined, mut refused) = (false, 0u32);
+    let mut last_error = String::new();
+    loop {
+        for seed in &config.seeds {
+            match transport::dial(&server, seed, tls.as_ref()).await {
+                Err(e) => last_error = e.to_string(),
+                Ok(()) => {
+                    let mut joined = false;
+                    loop {
+                        let event = if joined {
+                            events.recv().await
+                        } else {
+                            match tokio::time::timeout(AUTH_TIMEOUT, events.recv()).await {
+                                Ok(e) => e,
+                                Err(_) => {
+                                    last_error = format!("{seed} did not authenticate us in time");
+                                    break;
+                                }
+                            }
+                        };
+                        match event {
+                            Some(NodeEvent::Authenticated { peer }) => {
+                                joined = true;
+                                ever_joined = true;
+                                backoff = Duration::from_millis(200);
+                                tracing::info!(head = %peer, seed = %seed, "joined the cluster");
+                            }
+                            Some(NodeEvent::Disconnected { .. }) => {
+                                if joined {
+                                    tracing::warn!(seed = %seed, "lost the head; reconnecting");
+                                } else {
+                                    refused += 1;
+                                    last_error = format!(
+                                        "{seed} closed the session before authentication (wrong cookie?)"
+                                    );
+                                    tracing::warn!("{last_error}");
+                                }
+                                break;
+                            }
+                            Some(NodeEvent::Opened { .. }) => {}
+                            None => return Ok(()),
+                        }
+                    }
+                }
+            }
+            if !ever_joined && started.elapsed() > config.join_timeout {
+                return Err(format!(
+                    "could not join the cluster at {} within {:?} ({refused} sessions refused): {last_error}",
+                    config.seeds.join(","),
+                    config.join_timeout
+                ));
+            }
+            tracing::debug!(error = %last_error, "dial failed; retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
+
+/// Runs this process as a worker until SIGTERM/SIGINT (then drains and returns `Ok`), or until
+/// it cannot join the cluster.
+///
+/// # Errors
+/// [`Error::Runtime`] if the node cannot start or never joins.
+pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
+    let runtime = |e: String| Error::Runtime(e);
+    let tls = config
+        .tls
+        .as_ref()
+        .map(Tls::load)
+        .transpose()
+        .map_err(|e| runtime(e.to_string()))?;
+    let node::Node { server, events } = node::start(config).await.map_err(runtime)?;
+    if let Some(listen) = &config.listen {
+        let bound = transport::listen(server.clone(), listen, tls.clone())
+            .await
+            .map_err(|e| runtime(e.to_string()))?;
+        tracing::info!(listen = %bound, "worker listening");
+    }
+    let (loader, loader_task) = Actor::spawn(
+        None,
+        ShardLoader,
+        ShardLoaderArgs {
+            budget_bytes: opts.cache_bytes,
+        },
+    )
+    .await
+    .map_err(|e| runtime(e.to_string()))?;
+    let (agent, agent_task) = Actor::spawn(
+        None,
+        NodeAgent,
+        NodeAgentArgs {
+            node: config.node_name.clone(),
+            scorers: opts.threads,
+            loader: loader.clone(),
+            rpc_timeout: config.heartbeat.max(Duration::from_secs(2)) * 3,
+            idle_retry: Duration::from_millis(200),
+        },
+    )
+    .await
+    .map_err(|e| runtime(e.to_string()))?;
+    let mut joined = tokio::spawn(stay_joined(server.clone(), events, config.clone(), tls));
+    let mut agent_task = agent_task;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| runtime(e.to_string()))?;
+    let outcome = tokio::select! {
+        _ = terminate.recv() => Ok(true),
+        _ = tokio::signal::ctrl_c() => Ok(true),
+        r = &mut joined => match r {
+            Ok(Err(e)) => Err(runtime(e)),
+            _ => Ok(false),
+        },
+        _ = &mut agent_task => Ok(false),
+    };
+    let drain = outcome?;
+    if drain {
+        tracing::info!(node = %config.node_name, grace = ?config.drain_grace, "SIGTERM: draining");
+        let _ = agent.cast(NodeAgentMsg::Drain);
+        if tokio::time::timeout(config.drain_grace, &mut agent_task)
+            .await
+            .is_err()
+        {
+            tracing::warn!(node = %config.node_name, "drain grace over: handing the units back");
+            for sup in supervisors() {
+                let _ = sup.cast(SupervisorMsg::ReleaseNode(config.node_name.clone()));
+            }
+            agent.stop(None);
+        }
+        // Make sure the last reports (and the hand-back) reached the head before exiting.
+        for sup in supervisors() {
+            let _ = sup
+                .call(SupervisorMsg::Barrier, Some(Duration::from_secs(2)))
+                .await;
+        }
+        tracing::info!(node = %config.node_name, "drained");
+    }
+    joined.abort();
+    loader.stop(None);
+    let _ = loader_task.await;
+    server.stop(None);
+    Ok(())
+}

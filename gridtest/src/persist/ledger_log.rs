@@ -1,0 +1,162 @@
+//! `LedgerLog`: the final cells of a sweep, persisted as they come, readable after a crash.
+//!
+//! Object stores cannot append, so the log is a series of immutable JSON-lines segments
+//! `ledger/<run>-<seq>.jsonl`, one per flush; `<run>` is unique per head process, so a restarted
+//! head never overwrites its predecessor's segments. Reading takes every segment, first record
+//! of a cell wins.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use super::PersistError;
+use crate::storage::Location;
+use crate::sweep::{CellKey, CellOutcome};
+
+/// One line of the log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogRecord {
+    /// The cell.
+    pub key: CellKey,
+    /// Its final outcome.
+    pub outcome: CellOutcome,
+}
+
+/// The persisted ledger of one sweep.
+pub struct LedgerLog {
+    store: Arc<dyn ObjectStore>,
+    location: Location,
+    dir: Path,
+    run: String,
+    seq: u32,
+    buffer: Vec<u8>,
+    pending: usize,
+}
+
+impl std::fmt::Debug for LedgerLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerLog")
+            .field("dir", &self.location.object_url(&self.dir))
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LedgerLog {
+    /// Opens the log of sweep `sweep_id` under the results root `root` (writing `spec_json` as
+    /// `spec.json`), and reads back every cell already recorded.
+    ///
+    /// # Errors
+    /// [`PersistError`] if the store fails or a segment is corrupt.
+    pub async fn open(
+        root: &Location,
+        sweep_id: &str,
+        spec_json: &[u8],
+    ) -> Result<(Self, BTreeMap<CellKey, CellOutcome>), PersistError> {
+        let (store, root_path) = root.store()?;
+        let sweep_dir = root_path.clone().join("sweeps").join(sweep_id);
+        let spec = sweep_dir.clone().join("spec.json");
+        store
+            .put(&spec, PutPayload::from(spec_json.to_vec()))
+            .await
+            .map_err(|source| PersistError::Store {
+                url: root.object_url(&spec),
+                source,
+            })?;
+        let dir = sweep_dir.join("ledger");
+        let mut objects: Vec<_> = store
+            .list(Some(&dir))
+            .try_collect()
+            .await
+            .map_err(|source| PersistError::Store {
+                url: root.object_url(&dir),
+                source,
+            })?;
+        objects.sort_by(|a, b| a.location.cmp(&b.location));
+        let mut done = BTreeMap::new();
+        for meta in objects {
+            let url = root.object_url(&meta.location);
+            let store_error = |source| PersistError::Store {
+                url: url.clone(),
+                source,
+            };
+            let got = store.get(&meta.location).await.map_err(store_error)?;
+            let bytes = got.bytes().await.map_err(store_error)?;
+            for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+                if line.is_empty() {
+                    continue;
+                }
+                let rec: LogRecord =
+                    serde_json::from_slice(line).map_err(|e| PersistError::Corrupt {
+                        url: url.clone(),
+                        line: i + 1,
+                        reason: e.to_string(),
+                    })?;
+                done.entry(rec.key).or_insert(rec.outcome);
+            }
+        }
+        let run = format!(
+            "{}-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f"),
+            std::process::id()
+        );
+        Ok((
+            Self {
+                store,
+                location: root.clone(),
+                dir,
+                run,
+                seq: 0,
+                buffer: Vec::new(),
+                pending: 0,
+            },
+            done,
+        ))
+    }
+
+    /// Buffers a final cell.
+    pub fn push(&mut self, key: &CellKey, outcome: &CellOutcome) {
+        let rec = LogRecord {
+            key: key.clone(),
+            outcome: outcome.clone(),
+        };
+        serde_json::to_writer(&mut self.buffer, &rec).expect("records serialise");
+        self.buffer.push(b'\n');
+        self.pending += 1;
+    }
+
+    /// Records buffered and not yet written.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.pending
+    }
+
+    /// Writes the buffered records as a new segment.
+    ///
+    /// # Errors
+    /// [`PersistError::Store`]; the records stay buffered for the next attempt.
+    pub async fn flush(&mut self) -> Result<(), PersistError> {
+        if self.pending == 0 {
+            return Ok(());
+        }
+        let path = self
+            .dir
+            .clone()
+            .join(format!("{}-{:06}.jsonl", self.run, self.seq));
+        self.store
+            .put(&path, PutPayload::from(self.buffer.clone()))
+            .await
+            .map_err(|source| PersistError::Store {
+                url: self.location.object_url(&path),
+                source,
+            })?;
+        self.seq += 1;
+        self.buffer.clear();
+        self.pending = 0;
+        Ok(())
+    }
+}

@@ -1,0 +1,73 @@
+//! `SweepSpec`: what a sweep is, serialisable, and its hash, the sweep id.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::data::Shard;
+use crate::engine::{EXEC_MODEL_VERSION, ExecModel};
+use crate::params::Grid;
+use crate::strategy::DataKind;
+
+/// Everything that determines a sweep's results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepSpec {
+    /// gridtest's version.
+    pub gridtest_version: String,
+    /// Registered strategy name.
+    pub strategy: String,
+    /// Strategy version.
+    pub strategy_version: String,
+    /// The grid.
+    pub grid: Grid,
+    /// Dataset root URL.
+    pub dataset: String,
+    /// Ticks or bars.
+    pub kind: DataKind,
+    /// The shards.
+    pub shards: Vec<Shard>,
+    /// Execution model.
+    pub exec: ExecModel,
+    /// Version of the execution semantics.
+    pub exec_model_version: u32,
+}
+
+impl SweepSpec {
+    /// A spec with the current gridtest and execution-model versions.
+    #[must_use]
+    pub fn new(
+        strategy: &str,
+        strategy_version: &str,
+        grid: Grid,
+        dataset: String,
+        kind: DataKind,
+        shards: Vec<Shard>,
+        exec: ExecModel,
+    ) -> Self {
+        Self {
+            gridtest_version: env!("CARGO_PKG_VERSION").to_owned(),
+            strategy: strategy.to_owned(),
+            strategy_version: strategy_version.to_owned(),
+            grid,
+            dataset,
+            kind,
+            shards,
+            exec,
+            exec_model_version: EXEC_MODEL_VERSION,
+        }
+    }
+
+    /// The sweep id: see [`sweep_id`].
+    #[must_use]
+    pub fn id(&self) -> String {
+        sweep_id(self)
+    }
+}
+
+/// The first 8 bytes of SHA-256 over the spec's JSON, as 16 hex digits. The same sweep
+/// submitted twice gets the same id.
+#[must_use]
+pub fn sweep_id(spec: &SweepSpec) -> String {
+    let json = serde_json::to_vec(spec).expect("specs serialise");
+    let digest = Sha256::digest(&json);
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}

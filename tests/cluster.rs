@@ -1,0 +1,462 @@
+//! The same sweep across real OS processes (a head and three workers on 127.0.0.1), with nodes
+//! killed, frozen, drained and refused. In every case the results must equal the in-process
+//! run's, cell for cell: no cell missing, none duplicated.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use gridtest::data::synth::SynthSpec;
+use gridtest_tests::Scratch;
+
+const BIN: &str = env!("CARGO_BIN_EXE_cluster_sweep");
+const COOKIE: &str = "test-cookie";
+const CELLS: usize = 3 * 80;
+/// Busy work per event: makes a unit take about a tenth of a second.
+const SPIN: &str = "4000";
+
+/// Cluster tests start several processes each: run them one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The dataset (3 symbols × 2 days × 5 000 ticks), generated once per test run.
+fn dataset() -> &'static Path {
+    static DATA: OnceLock<PathBuf> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cluster-data");
+        let scratch = Scratch {
+            dir: tempfile::TempDir::new_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+        };
+        scratch.synth(&SynthSpec {
+            symbols: 3,
+            days: 2,
+            ticks_per_day: 5000,
+            seed: 99,
+            ..SynthSpec::default()
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::rename(scratch.dir.keep(), &dir).unwrap();
+        dir
+    })
+}
+
+/// `results.csv` of the in-process run, the reference every cluster run must equal.
+fn expected() -> &'static str {
+    static EXPECTED: OnceLock<String> = OnceLock::new();
+    EXPECTED.get_or_init(|| {
+        let out = tempfile::tempdir().unwrap();
+        let status = Command::new(BIN)
+            .args(common_args(out.path()))
+            .args(["--role", "local", "--threads", "2"])
+            .env("GRIDTEST_TEST_SPIN", "0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::read_to_string(out.path().join("out/results.csv")).unwrap()
+    })
+}
+
+fn common_args(dir: &Path) -> Vec<String> {
+    [
+        "--data",
+        &dataset().display().to_string(),
+        "--out",
+        &dir.join("out").display().to_string(),
+        "--no-progress",
+        "--progress-ms",
+        "200",
+        "--unit-evals",
+        "40000",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect()
+}
+
+/// A running process with its output collected line by line.
+struct Proc {
+    name: String,
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    fn spawn(name: &str, args: &[String]) -> Self {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env("GRIDTEST_TEST_SPIN", SPIN)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let out = child.stdout.take().unwrap();
+        let err = child.stderr.take().unwrap();
+        for stream in [
+            Box::new(out) as Box<dyn std::io::Read + Send>,
+            Box::new(err),
+        ] {
+            let lines = Arc::clone(&lines);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        Self {
+            name: name.to_owned(),
+            child,
+            lines,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    /// Waits until a line satisfies `pred`; returns it.
+    fn wait_line(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| pred(l)) {
+                return l.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: timed out waiting for {what}; output:\n{}",
+                self.name,
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig} {}", self.name);
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                std::thread::sleep(Duration::from_millis(100)); // let the readers drain
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: did not exit; output:\n{}",
+                self.name,
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A head and its workers on 127.0.0.1.
+struct Cluster {
+    dir: tempfile::TempDir,
+    port: u16,
+    head: Option<Proc>,
+    workers: Vec<Proc>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Cluster {
+    fn start(workers: usize) -> Self {
+        let _ = expected();
+        let mut c = Self {
+            dir: tempfile::tempdir().unwrap(),
+            port: free_port(),
+            head: None,
+            workers: Vec::new(),
+        };
+        c.start_head();
+        for i in 1..=workers {
+            c.start_worker(&format!("w{i}"), COOKIE, &[]);
+        }
+        c
+    }
+
+    fn head_args(&self) -> Vec<String> {
+        let mut args = common_args(self.dir.path());
+        args.extend(
+            [
+                "--role",
+                "head",
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--threads",
+                "0",
+                "--cookie",
+                COOKIE,
+                "--node-name",
+                "head",
+                "--results",
+                &self.dir.path().join("results").display().to_string(),
+                "--heartbeat-ms",
+                "300",
+                "--node-timeout-ms",
+                "1500",
+            ]
+            .iter()
+            .map(|s| (*s).to_owned()),
+        );
+        args
+    }
+
+    fn start_head(&mut self) {
+        let head = Proc::spawn("head", &self.head_args());
+        head.wait_line("the head to listen", Duration::from_secs(60), |l| {
+            l.contains("gridtest head listening on")
+        });
+        self.head = Some(head);
+    }
+
+    fn start_worker(&mut self, name: &str, cookie: &str, extra: &[&str]) -> usize {
+        let mut args: Vec<String> = [
+            "--role",
+            "worker",
+            "--seeds",
+            &format!("127.0.0.1:{}", self.port),
+            "--threads",
+            "1",
+            "--cookie",
+            cookie,
+            "--node-name",
+            name,
+            "--drain-grace-s",
+            "20",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        self.workers.push(Proc::spawn(name, &args));
+        self.workers.len() - 1
+    }
+
+    fn head(&self) -> &Proc {
+        self.head.as_ref().unwrap()
+    }
+
+    fn worker(&mut self, name: &str) -> &mut Proc {
+        self.workers
+            .iter_mut()
+            .rev()
+            .find(|w| w.name == name)
+            .unwrap()
+    }
+
+    /// Cells done according to the head's latest progress line.
+    fn done(&self) -> usize {
+        self.head()
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find_map(|l| {
+                let rest = l.split("progress done=").nth(1)?;
+                rest.split(|c: char| !c.is_ascii_digit())
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0)
+    }
+
+    fn wait_done(&self, at_least: usize) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.done() < at_least {
+            assert!(
+                Instant::now() < deadline,
+                "the sweep did not reach {at_least} cells; head:\n{}",
+                self.head().text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for the head to finish; checks that it succeeded and that its results equal the
+    /// in-process run's. Returns the head's output.
+    fn finish(&mut self) -> String {
+        let head = self.head.as_mut().unwrap();
+        let status = head.wait_exit(Duration::from_secs(180));
+        let text = head.text();
+        assert!(status.success(), "head failed:\n{text}");
+        assert!(
+            text.contains(&format!("{CELLS} cells (0 failed)")),
+            "{text}"
+        );
+        let got = std::fs::read_to_string(self.dir.path().join("out/results.csv")).unwrap();
+        assert_eq!(got.lines().count(), CELLS + 1, "one row per cell");
+        assert!(
+            got == expected(),
+            "cluster results differ from the in-process run"
+        );
+        text
+    }
+}
+
+/// `node NAME: U units, C cells, …, R units requeued` from the head's summary.
+fn node_line<'a>(summary: &'a str, node: &str) -> Option<&'a str> {
+    summary
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("node {node}:")))
+}
+
+#[test]
+fn a_cluster_sweep_equals_the_in_process_run() {
+    let _serial = serial();
+    let mut c = Cluster::start(3);
+    let text = c.finish();
+    assert!(
+        text.contains(&format!("{CELLS} cells computed by this run, 0 resumed")),
+        "{text}"
+    );
+    for w in ["w1", "w2", "w3"] {
+        assert!(node_line(&text, w).is_some(), "{w} did work:\n{text}");
+    }
+}
+
+#[test]
+fn killing_workers_mid_sweep_loses_nothing() {
+    let _serial = serial();
+    let mut c = Cluster::start(3);
+    c.wait_done(CELLS / 5);
+    c.worker("w1").signal("KILL");
+    c.head().wait_line("w1 lost", Duration::from_secs(20), |l| {
+        l.contains("node lost") && l.contains("w1")
+    });
+    // w1 comes back under its name, then w2 is killed too.
+    c.start_worker("w1", COOKIE, &[]);
+    c.wait_done(CELLS * 3 / 5);
+    c.worker("w2").signal("KILL");
+    let text = c.finish();
+    assert!(text.contains("requeued"), "{text}");
+    let lost: usize = ["w1", "w2"]
+        .iter()
+        .filter_map(|w| node_line(&text, w))
+        .filter(|l| !l.contains(" 0 units requeued"))
+        .count();
+    assert!(lost >= 1, "a killed worker's units were requeued:\n{text}");
+}
+
+#[test]
+fn a_frozen_worker_loses_its_leases_and_its_late_results_count_once() {
+    let _serial = serial();
+    let mut c = Cluster::start(3);
+    c.wait_done(CELLS / 5);
+    c.worker("w1").signal("STOP");
+    c.head()
+        .wait_line("w1 silent", Duration::from_secs(30), |l| {
+            l.contains("node lost") && l.contains("w1") && l.contains("silent")
+        });
+    c.worker("w1").signal("CONT");
+    let text = c.finish();
+    assert!(text.contains("node is back"), "{text}");
+}
+
+#[test]
+fn a_restarted_head_resumes_without_recomputing_done_cells() {
+    let _serial = serial();
+    let mut c = Cluster::start(3);
+    c.wait_done(CELLS * 2 / 5);
+    std::thread::sleep(Duration::from_millis(400)); // let a ledger flush happen
+    c.head.as_ref().unwrap().signal("KILL");
+    let first = c.head.as_mut().unwrap().wait_exit(Duration::from_secs(10));
+    assert!(!first.success());
+    c.start_head();
+    let text = c.finish();
+    let resumed: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("resumed ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line:\n{text}"));
+    let computed: usize = text
+        .lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once(": ")?;
+            rest.split(" cells computed by this run")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no summary line:\n{text}"));
+    assert!(resumed > 0, "{text}");
+    assert_eq!(
+        resumed + computed,
+        CELLS,
+        "done cells are not recomputed:\n{text}"
+    );
+}
+
+#[test]
+fn a_node_with_the_wrong_cookie_is_refused_and_bad_frames_do_no_harm() {
+    let _serial = serial();
+    let mut c = Cluster::start(2);
+    let foreign = c.start_worker("intruder", "not-the-cookie", &["--join-timeout-s", "3"]);
+    // Garbage and an oversized frame on the head's port.
+    for payload in [
+        &b"\x00\x00\x00\x10not a protobuf frame at all"[..],
+        &[0xff, 0xff, 0xff, 0xff, 1, 2, 3],
+    ] {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", c.port)) {
+            let _ = s.write_all(payload);
+        }
+    }
+    let status = c.workers[foreign].wait_exit(Duration::from_secs(60));
+    let intruder = c.workers[foreign].text();
+    assert!(!status.success(), "{intruder}");
+    assert!(
+        intruder.contains("could not join the cluster"),
+        "{intruder}"
+    );
+    let text = c.finish();
+    assert!(node_line(&text, "intruder").is_none(), "{text}");
+    assert!(
+        text.contains("did not authenticate (wrong cookie?)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn sigterm_drains_a_worker_which_exits_cleanly() {
+    let _serial = serial();
+    let mut c = Cluster::start(3);
+    c.wait_done(CELLS * 3 / 10);
+    let w1 = c.worker("w1");
+    w1.signal("TERM");
+    let status = w1.wait_exit(Duration::from_secs(30));
+    let log = w1.text();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("drained"), "{log}");
+    c.finish();
+}
