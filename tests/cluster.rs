@@ -89,9 +89,13 @@ struct Proc {
 
 impl Proc {
     fn spawn(name: &str, args: &[String]) -> Self {
+        Self::spawn_with_spin(name, args, SPIN)
+    }
+
+    fn spawn_with_spin(name: &str, args: &[String], spin: &str) -> Self {
         let mut child = Command::new(BIN)
             .args(args)
-            .env("GRIDTEST_TEST_SPIN", SPIN)
+            .env("GRIDTEST_TEST_SPIN", spin)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -179,6 +183,7 @@ struct Cluster {
     port: u16,
     head: Option<Proc>,
     workers: Vec<Proc>,
+    head_extra: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -191,17 +196,23 @@ fn free_port() -> u16 {
 
 impl Cluster {
     fn start(workers: usize) -> Self {
+        let mut c = Self::with_head(&[]);
+        for i in 1..=workers {
+            c.start_worker(&format!("w{i}"), COOKIE, &[]);
+        }
+        c
+    }
+
+    fn with_head(extra: &[&str]) -> Self {
         let _ = expected();
         let mut c = Self {
             dir: tempfile::tempdir().unwrap(),
             port: free_port(),
             head: None,
             workers: Vec::new(),
+            head_extra: extra.iter().map(|s| (*s).to_owned()).collect(),
         };
         c.start_head();
-        for i in 1..=workers {
-            c.start_worker(&format!("w{i}"), COOKIE, &[]);
-        }
         c
     }
 
@@ -229,6 +240,7 @@ impl Cluster {
             .iter()
             .map(|s| (*s).to_owned()),
         );
+        args.extend(self.head_extra.iter().cloned());
         args
     }
 
@@ -241,6 +253,16 @@ impl Cluster {
     }
 
     fn start_worker(&mut self, name: &str, cookie: &str, extra: &[&str]) -> usize {
+        self.start_worker_with_spin(name, cookie, extra, SPIN)
+    }
+
+    fn start_worker_with_spin(
+        &mut self,
+        name: &str,
+        cookie: &str,
+        extra: &[&str],
+        spin: &str,
+    ) -> usize {
         let mut args: Vec<String> = [
             "--role",
             "worker",
@@ -259,7 +281,7 @@ impl Cluster {
         .map(|s| (*s).to_owned())
         .collect();
         args.extend(extra.iter().map(|s| (*s).to_owned()));
-        self.workers.push(Proc::spawn(name, &args));
+        self.workers.push(Proc::spawn_with_spin(name, &args, spin));
         self.workers.len() - 1
     }
 
@@ -459,4 +481,157 @@ fn sigterm_drains_a_worker_which_exits_cleanly() {
     assert!(status.success(), "{log}");
     assert!(log.contains("drained"), "{log}");
     c.finish();
+}
+
+#[test]
+fn a_slow_node_is_flagged_and_stragglers_are_rerun() {
+    let _serial = serial();
+    let mut c = Cluster::with_head(&[]);
+    c.start_worker("w1", COOKIE, &[]);
+    c.start_worker("w2", COOKIE, &[]);
+    // A throttled node: five times the work per event.
+    c.start_worker_with_spin("slow", COOKIE, &[], "20000");
+    let text = c.finish();
+    assert!(text.contains("node is slow"), "{text}");
+    let line = node_line(&text, "slow").unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with("SLOW"), "{line}");
+    for w in ["w1", "w2"] {
+        assert!(!node_line(&text, w).unwrap().ends_with("SLOW"), "{text}");
+    }
+    // With the queue empty, the fast nodes took copies of the slow node's last units.
+    let speculative: usize = text
+        .lines()
+        .rev()
+        .find_map(|l| {
+            l.split("speculative=")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert!(speculative > 0, "{text}");
+}
+
+/// A CA and a node certificate (SAN `gridtest`) made with the openssl CLI, or `None` (the test
+/// is then skipped, saying so).
+fn certificates(dir: &Path) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let run = |args: &[&str]| {
+        Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=DNS:gridtest\nextendedKeyUsage=serverAuth,clientAuth\n",
+    )
+    .ok()?;
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ok = run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=gridtest-test-ca",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign",
+        ],
+    ]
+    .concat())
+        && run(&[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                "node.key",
+                "-out",
+                "node.csr",
+                "-subj",
+                "/CN=gridtest",
+            ],
+        ]
+        .concat())
+        && run(&[
+            "x509",
+            "-req",
+            "-in",
+            "node.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "node.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ]);
+    ok.then(|| {
+        (
+            dir.join("node.pem"),
+            dir.join("node.key"),
+            dir.join("ca.pem"),
+        )
+    })
+}
+
+#[test]
+fn nodes_talk_over_mutual_tls_and_plain_nodes_are_refused() {
+    let _serial = serial();
+    let certs = tempfile::tempdir().unwrap();
+    let Some((cert, key, ca)) = certificates(certs.path()) else {
+        eprintln!("SKIPPED nodes_talk_over_mutual_tls: the openssl command is not available");
+        return;
+    };
+    let (cert, key, ca) = (
+        cert.display().to_string(),
+        key.display().to_string(),
+        ca.display().to_string(),
+    );
+    let tls = [
+        "--tls-cert",
+        cert.as_str(),
+        "--tls-key",
+        key.as_str(),
+        "--tls-ca",
+        ca.as_str(),
+    ];
+    let mut c = Cluster::with_head(&tls);
+    c.start_worker("w1", COOKIE, &tls);
+    c.start_worker("w2", COOKIE, &tls);
+    let plain = c.start_worker("plain", COOKIE, &["--join-timeout-s", "3"]);
+    let status = c.workers[plain].wait_exit(Duration::from_secs(60));
+    assert!(!status.success());
+    assert!(
+        c.workers[plain]
+            .text()
+            .contains("could not join the cluster")
+    );
+    let text = c.finish();
+    assert!(
+        node_line(&text, "w1").is_some() || node_line(&text, "w2").is_some(),
+        "{text}"
+    );
+    assert!(node_line(&text, "plain").is_none(), "{text}");
 }
