@@ -111,8 +111,15 @@ fn spawn_workers(n: usize, port: u16, strategy: &str, iters: u64) -> anyhow::Res
 }
 
 /// Runs one sweep with `workers` worker processes; returns (units, compute wall).
-fn run(strategy: &str, units: u32, workers: usize, iters: u64) -> anyhow::Result<(usize, Duration)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+fn run(
+    strategy: &str,
+    units: u32,
+    workers: usize,
+    iters: u64,
+) -> anyhow::Result<(usize, Duration)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let cluster = ClusterArgs {
         role: Some(Role::Head),
         listen: Some(format!("127.0.0.1:{port}")),
@@ -179,9 +186,15 @@ fn main() -> anyhow::Result<()> {
     let t = Instant::now();
     black_box(burn(iters));
     let set_cost = t.elapsed();
-    println!("calibration: {iters} iterations = {:.3}s per parameter set (unit = 4 sets)", set_cost.as_secs_f64());
+    println!(
+        "calibration: {iters} iterations = {:.3}s per parameter set (unit = 4 sets)",
+        set_cost.as_secs_f64()
+    );
 
-    println!("\ncheap units ({} units of 4 no-op parameter sets × 100 ticks):", cli.cheap_units);
+    println!(
+        "\ncheap units ({} units of 4 no-op parameter sets × 100 ticks):",
+        cli.cheap_units
+    );
     for workers in [1, 2] {
         let (units, wall) = run("bench_noop", cli.cheap_units, workers, 0)?;
         println!(
