@@ -91,6 +91,9 @@ pub struct RunArgs {
     /// Attempts a failing cell gets before its failure is final.
     #[arg(long, default_value_t = crate::sweep::DEFAULT_MAX_ATTEMPTS)]
     pub max_attempts: u32,
+    /// Head: hand out no work until this many nodes ask for some (at most two minutes).
+    #[arg(long, env = "GRIDTEST_WAIT_FOR_NODES", default_value_t = 0)]
+    pub wait_for_nodes: usize,
     /// Cluster settings.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -113,6 +116,9 @@ pub struct RunOptions {
     pub max_attempts: u32,
     /// Results root to persist the sweep's ledger in (resumable); `None`: not persisted.
     pub results: Option<String>,
+    /// Hand out no work until this many nodes have asked for some (a head waiting for its
+    /// workers; at most two minutes).
+    pub wait_for_nodes: usize,
 }
 
 impl Default for RunOptions {
@@ -125,6 +131,7 @@ impl Default for RunOptions {
             progress_every: Duration::from_secs(5),
             max_attempts: crate::sweep::DEFAULT_MAX_ATTEMPTS,
             results: None,
+            wait_for_nodes: 0,
         }
     }
 }
@@ -345,6 +352,7 @@ pub(crate) async fn execute(
             log,
             timing: setup.timing,
             done: done_tx,
+            wait_for_nodes: opts.wait_for_nodes,
         },
     )
     .await
@@ -469,6 +477,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs) -> (Sweep, RunOptions) {
         progress_every: Duration::from_millis(args.progress_ms.max(10)),
         max_attempts: args.max_attempts,
         results: args.cluster.results.clone(),
+        wait_for_nodes: args.wait_for_nodes,
     };
     (sweep, opts)
 }

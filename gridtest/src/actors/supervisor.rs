@@ -101,8 +101,13 @@ impl Default for SupervisorTiming {
     }
 }
 
+/// How long a supervisor waits for `wait_for_nodes` nodes before it starts anyway.
+const WAIT_FOR_NODES_LIMIT: Duration = Duration::from_secs(120);
+
 /// Arguments of the [`Supervisor`].
 pub struct SupervisorArgs {
+    /// Hand out no work until this many nodes have asked for some (0: start at once).
+    pub wait_for_nodes: usize,
     /// The units to run (with the cells already done, when resumed).
     pub ledger: Ledger,
     /// What scorers need to run the units.
@@ -131,6 +136,9 @@ pub struct SupervisorState {
     first_lease: Option<Instant>,
     computed: usize,
     last_progress: Instant,
+    wait_for_nodes: usize,
+    asking: std::collections::BTreeSet<String>,
+    started: Instant,
 }
 
 impl SupervisorState {
@@ -323,6 +331,9 @@ impl Actor for Supervisor {
             first_lease: None,
             computed: 0,
             last_progress: Instant::now(),
+            wait_for_nodes: args.wait_for_nodes,
+            asking: std::collections::BTreeSet::new(),
+            started: Instant::now(),
         })
     }
 
@@ -367,6 +378,15 @@ impl Actor for Supervisor {
             SupervisorMsg::Barrier(_) => {}
             SupervisorMsg::Lease(Wire(request), reply) => {
                 state.seen(&request.worker.node);
+                if state.first_lease.is_none() && state.wait_for_nodes > 0 {
+                    state.asking.insert(request.worker.node.clone());
+                    if state.asking.len() < state.wait_for_nodes
+                        && state.started.elapsed() < WAIT_FOR_NODES_LIMIT
+                    {
+                        let _ = reply.send(Wire(None));
+                        return Ok(());
+                    }
+                }
                 let draining = state.node(&request.worker.node).draining;
                 let ledger = state.ledger.as_mut().expect("checked");
                 let unit = if draining {

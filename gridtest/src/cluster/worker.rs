@@ -133,7 +133,7 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
             scorers: opts.threads,
             loader: loader.clone(),
             rpc_timeout: config.heartbeat.max(Duration::from_secs(2)) * 3,
-            idle_retry: Duration::from_millis(200),
+            idle_retry: Duration::from_millis(50),
         },
     )
     .await

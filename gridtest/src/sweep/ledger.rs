@@ -23,6 +23,9 @@ use crate::params::ParamSetId;
 /// Attempts a failing cell gets by default.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
+/// How far down the queue a lease looks for a unit whose shard the worker's node holds.
+const LOCALITY_WINDOW: usize = 256;
+
 /// Who holds a lease: a scorer slot on a node.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct WorkerId {
@@ -205,16 +208,20 @@ impl Ledger {
     /// is empty) a second copy of the longest-running unit held by someone else.
     pub fn lease(&mut self, worker: &WorkerId, cached: &[ShardId]) -> Option<WorkUnit> {
         let now = Instant::now();
-        self.queue.retain(|id| {
-            self.units
-                .get(id)
-                .is_some_and(|e| e.state == UnitState::Pending)
-        });
+        // Entries of units no longer pending are dropped lazily, from the front.
+        while self
+            .queue
+            .front()
+            .is_some_and(|id| self.units.get(id).is_none_or(|e| e.state != UnitState::Pending))
+        {
+            self.queue.pop_front();
+        }
         let local = (!cached.is_empty())
             .then(|| {
-                self.queue
-                    .iter()
-                    .position(|id| cached.contains(&self.units[id].unit.shard.id()))
+                self.queue.iter().take(LOCALITY_WINDOW).position(|id| {
+                    let e = &self.units[id];
+                    e.state == UnitState::Pending && cached.contains(&e.unit.shard.id())
+                })
             })
             .flatten();
         if let Some(pos) = local.or((!self.queue.is_empty()).then_some(0)) {
