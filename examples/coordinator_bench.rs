@@ -121,12 +121,7 @@ struct Measured {
 }
 
 /// Runs one sweep with `workers` worker processes.
-fn run(
-    strategy: &str,
-    units: u32,
-    workers: usize,
-    iters: u64,
-) -> anyhow::Result<Measured> {
+fn run(strategy: &str, units: u32, workers: usize, iters: u64) -> anyhow::Result<Measured> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -152,7 +147,7 @@ fn run(
     let opts = RunOptions {
         threads: 0,
         progress: false,
-        unit_evals: 100 * 4, // 4 parameter sets of 100 ticks per unit
+        unit_evals: 100 * 4,     // 4 parameter sets of 100 ticks per unit
         wait_for_nodes: workers, // time the sweep from when every worker is in
         ..RunOptions::default()
     };

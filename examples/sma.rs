@@ -47,4 +47,41 @@ impl Strategy for SmaCrossover {
             0.0
         }
     }
+
+    fn gpu_code() -> Option<GpuCode> {
+        Some(GpuCode {
+            source: SMA_CUDA,
+            state_len: 2,
+            pack: pack_numeric::<SmaParams>,
+        })
+    }
 }
+
+/// The same strategy as CUDA C: the same operations in the same order as `RollingMean`, so a
+/// GPU scorer makes exactly the CPU's decisions. `params = [fast, slow]`,
+/// `state = [fast window sum, slow window sum]`.
+pub const SMA_CUDA: &str = r#"
+__device__ void gt_init(double* s, const double* p) { s[0] = 0.0; s[1] = 0.0; }
+
+/// RollingMean::mean_gt: compare sa/wa > sb/wb as IEEE divisions would, dividing only near ties.
+__device__ int gt_mean_gt(double sa, double wa, double sb, double wb) {
+    double a = sa * (1.0 / wa);
+    double b = sb * (1.0 / wb);
+    double m = 8.0 * 2.220446049250313e-16 * fmax(fabs(a), fabs(b));
+    if (a - b > m) return 1;
+    if (b - a > m) return 0;
+    return sa / wa > sb / wb;
+}
+
+__device__ double gt_step(double* s, const double* p, const double* const* col, long long index) {
+    const double* price = col[0];
+    long long fast = (long long)p[0];
+    long long slow = (long long)p[1];
+    double x = price[0];
+    s[0] += x - price[-fast];
+    s[1] += x - price[-slow];
+    long long full = fast > slow ? fast : slow;
+    if (index + 1 >= full && gt_mean_gt(s[0], p[0], s[1], p[1])) return 1.0;
+    return 0.0;
+}
+"#;

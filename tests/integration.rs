@@ -3,6 +3,7 @@
 mod cluster;
 mod data_errors;
 mod engine;
+mod gpu;
 mod grid;
 mod macros;
 mod panics;

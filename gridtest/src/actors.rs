@@ -12,11 +12,15 @@
 //!
 //! Actors own their state and talk only by messages; CPU work runs off the async reactor.
 
+mod backend;
 mod node_agent;
 mod scorer;
 mod shard_loader;
 mod supervisor;
 
+pub use backend::{
+    BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend, backend_slots,
+};
 pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};
 pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerState};
 pub use shard_loader::{

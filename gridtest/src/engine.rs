@@ -17,9 +17,11 @@ mod account;
 mod exec_model;
 mod kernel;
 mod panic_capture;
+mod raw;
 
 pub use exec_model::{EXEC_MODEL_VERSION, ExecModel};
 pub use kernel::TILE;
+pub use raw::RawAccount;
 
 use crate::data::{DataError, FeedBatch, ShardData};
 use crate::params::ParamSet;

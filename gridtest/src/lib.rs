@@ -91,7 +91,9 @@ pub use params::{
     ParamValue, Params,
 };
 pub use run::{RunArgs, RunOptions, SweepReport, run, run_sweep};
-pub use strategy::{Bars, Cursor, DataKind, Feed, RegisteredStrategy, Strategy, Ticks};
+pub use strategy::{
+    Bars, Cursor, DataKind, Feed, GpuCode, RegisteredStrategy, Strategy, Ticks, pack_numeric,
+};
 pub use sweep::{CellFailure, CellKey, CellOutcome, Leaderboard, Sweep, SweepResults};
 
 /// Runs `sweep` with the settings of this process's command line ([`RunArgs`]): the whole

@@ -3,6 +3,8 @@
 pub use crate::Params;
 pub use crate::indicators::RollingMean;
 pub use crate::params::{Grid, ParamKind, ParamSet, ParamValue};
-pub use crate::strategy::{Bars, Cursor, RegisteredStrategy, Strategy, Ticks};
+pub use crate::strategy::{
+    Bars, Cursor, GpuCode, RegisteredStrategy, Strategy, Ticks, pack_numeric,
+};
 pub use crate::sweep::Sweep;
 pub use crate::{ExecModel, RankMetric};

@@ -11,8 +11,8 @@ use ractor::Actor;
 use tokio::sync::oneshot;
 
 use crate::actors::{
-    NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg, Supervisor,
-    SupervisorArgs, SupervisorTiming,
+    BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
+    Supervisor, SupervisorArgs, SupervisorTiming,
 };
 use crate::cluster::messages::SweepContext;
 use crate::cluster::{ClusterArgs, Role};
@@ -94,6 +94,18 @@ pub struct RunArgs {
     /// Head: hand out no work until this many nodes ask for some (at most two minutes).
     #[arg(long, env = "GRIDTEST_WAIT_FOR_NODES", default_value_t = 0)]
     pub wait_for_nodes: usize,
+    /// GPU scorers per device (when gridtest-cuda is linked and a GPU is found).
+    #[arg(long, env = "GRIDTEST_GPU_SLOTS", default_value_t = 4)]
+    pub gpu_slots: usize,
+    /// Device memory kept free on each GPU, MiB.
+    #[arg(long, env = "GRIDTEST_GPU_RESERVE_MB", default_value_t = 512)]
+    pub gpu_reserve_mb: u64,
+    /// Device memory for resident shards per GPU, MiB.
+    #[arg(long, env = "GRIDTEST_GPU_SHARD_MB", default_value_t = 4096)]
+    pub gpu_shard_mb: u64,
+    /// Run no GPU scorers even if GPUs are found.
+    #[arg(long, env = "GRIDTEST_NO_GPU")]
+    pub no_gpu: bool,
     /// Cluster settings.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -119,6 +131,8 @@ pub struct RunOptions {
     /// Hand out no work until this many nodes have asked for some (a head waiting for its
     /// workers; at most two minutes).
     pub wait_for_nodes: usize,
+    /// Backend (GPU) settings; `None`: CPU scorers only.
+    pub backends: Option<BackendSettings>,
 }
 
 impl Default for RunOptions {
@@ -132,6 +146,7 @@ impl Default for RunOptions {
             max_attempts: crate::sweep::DEFAULT_MAX_ATTEMPTS,
             results: None,
             wait_for_nodes: 0,
+            backends: None,
         }
     }
 }
@@ -357,7 +372,12 @@ pub(crate) async fn execute(
     )
     .await
     .map_err(runtime_error)?;
-    let agent = if setup.scorers > 0 {
+    let backends = opts
+        .backends
+        .as_ref()
+        .map(crate::actors::backend_slots)
+        .unwrap_or_default();
+    let agent = if setup.scorers > 0 || !backends.is_empty() {
         let (agent, agent_task) = Actor::spawn(
             None,
             NodeAgent,
@@ -367,6 +387,7 @@ pub(crate) async fn execute(
                 loader: loader.clone(),
                 rpc_timeout: Duration::from_secs(30),
                 idle_retry: Duration::from_millis(20),
+                backends,
             },
         )
         .await
@@ -478,6 +499,11 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs) -> (Sweep, RunOptions) {
         max_attempts: args.max_attempts,
         results: args.cluster.results.clone(),
         wait_for_nodes: args.wait_for_nodes,
+        backends: (!args.no_gpu).then_some(BackendSettings {
+            gpu_slots_per_device: args.gpu_slots,
+            gpu_reserve_bytes: args.gpu_reserve_mb << 20,
+            gpu_shard_budget_bytes: args.gpu_shard_mb << 20,
+        }),
     };
     (sweep, opts)
 }

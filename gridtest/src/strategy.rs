@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use crate::params::Params;
+use crate::params::{ParamError, ParamSet, ParamValue, Params};
 
 pub use registry::{
     RunChunk, RunSource, StrategyEntry, StrategyError, find as find_strategy, registered,
@@ -303,6 +303,70 @@ pub trait Strategy: Send + Sized + 'static {
     /// executes it at the next event; `NaN` fails the cell, and values beyond the execution
     /// model's `max_leverage` are clamped.
     fn on_data(&mut self, now: &Cursor<'_, Self::Feed>) -> f64;
+
+    /// The same strategy as CUDA C device code, for GPU scorers (gridtest-cuda). `None` (the
+    /// default): the strategy runs on CPU scorers only. See [`GpuCode`] for the ABI.
+    #[must_use]
+    fn gpu_code() -> Option<GpuCode> {
+        None
+    }
+}
+
+/// A strategy's per-event step as CUDA C, run by gridtest-cuda with the same execution model as
+/// the CPU engine (one thread per parameter set).
+///
+/// The source defines two device functions:
+///
+/// ```c
+/// // Called once per lane before the first event. `state` has `state_len` doubles, zeroed.
+/// __device__ void gt_init(double* state, const double* params);
+/// // Called for every event; returns the target weight. `col[c][-k]` is column c (ticks:
+/// // 0 price, 1 size; bars: 0 open .. 4 volume) k events back, for k up to the lane's
+/// // lookback (0.0 before the shard's start); `index` counts events before this one.
+/// __device__ double gt_step(double* state, const double* params,
+///                           const double* const* col, long long index);
+/// ```
+///
+/// `params` holds the lane's parameters as produced by `pack` (by default [`pack_numeric`]:
+/// the `Params` fields in declaration order, ints and bools as doubles). The device code must
+/// compute exactly what `on_data` computes: gridtest compiles it without FMA contraction, so
+/// the same IEEE operations in the same order give the same bits.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuCode {
+    /// CUDA C defining `gt_init` and `gt_step`.
+    pub source: &'static str,
+    /// Doubles of per-lane state.
+    pub state_len: usize,
+    /// Packs one parameter set for the device.
+    pub pack: fn(&ParamSet) -> Result<Vec<f64>, ParamError>,
+}
+
+/// Packs the fields of `P` in declaration order as doubles (ints and floats as values, bools as
+/// 0/1); a `String` (choice) field cannot be packed.
+///
+/// # Errors
+/// [`ParamError::Missing`] or [`ParamError::Mismatch`].
+pub fn pack_numeric<P: Params>(set: &ParamSet) -> Result<Vec<f64>, ParamError> {
+    P::schema()
+        .iter()
+        .map(|field| {
+            let value = set.get(field.name).ok_or_else(|| ParamError::Missing {
+                set: set.to_string(),
+                field: field.name,
+            })?;
+            match value {
+                ParamValue::Int(i) => Ok(*i as f64),
+                ParamValue::Float(x) => Ok(*x),
+                ParamValue::Bool(b) => Ok(f64::from(u8::from(*b))),
+                ParamValue::Choice(_) => Err(ParamError::Mismatch {
+                    set: set.to_string(),
+                    field: field.name,
+                    value: value.to_string(),
+                    rust_type: "f64 (choices need a custom GpuCode::pack)",
+                }),
+            }
+        })
+        .collect()
 }
 
 /// A strategy registered with `#[gridtest::strategy]`: it has a name any node can find it by.

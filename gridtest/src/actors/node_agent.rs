@@ -4,9 +4,11 @@
 //! restarted), and drains them on request (SIGTERM).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
+use super::backend::UnitBackend;
 use super::scorer::{Scorer, ScorerArgs, ScorerMsg};
 use super::shard_loader::ShardLoaderMsg;
 use crate::cluster::messages::{
@@ -30,6 +32,8 @@ pub struct NodeAgentArgs {
     pub rpc_timeout: std::time::Duration,
     /// Pause between lease requests when idle.
     pub idle_retry: std::time::Duration,
+    /// Backend slots (GPU scorers) to run besides the CPU scorers.
+    pub backends: Vec<Arc<dyn UnitBackend>>,
 }
 
 /// State of a [`NodeAgent`].
@@ -54,12 +58,19 @@ impl NodeAgent {
         state: &mut NodeAgentState,
         slot: String,
     ) -> Result<(), ActorProcessingErr> {
+        let backend = state
+            .args
+            .backends
+            .iter()
+            .find(|b| b.slot() == slot)
+            .cloned();
         let args = ScorerArgs {
             worker: WorkerId::new(state.args.node.clone(), slot.clone()),
             loader: state.args.loader.clone(),
             agent: Some(myself.clone()),
             rpc_timeout: state.args.rpc_timeout,
             idle_retry: state.args.idle_retry,
+            backend,
         };
         let (scorer, _) = Actor::spawn_linked(None, Scorer, args, myself.get_cell()).await?;
         state.scorers.insert(scorer.get_id(), slot);
@@ -110,6 +121,10 @@ impl Actor for NodeAgent {
         for i in 0..state.args.scorers {
             Self::spawn_scorer(&myself, state, format!("cpu-{i}")).await?;
         }
+        let slots: Vec<String> = state.args.backends.iter().map(|b| b.slot()).collect();
+        for slot in slots {
+            Self::spawn_scorer(&myself, state, slot).await?;
+        }
         tracing::info!(node = %state.args.node, scorers = state.args.scorers, cores = state.cores,
             memory_mib = state.memory_bytes >> 20, "node agent up");
         Ok(())
@@ -131,6 +146,7 @@ impl Actor for NodeAgent {
                     draining: state.draining,
                     units: state.units,
                     evaluations: state.evaluations,
+                    backends: state.args.backends.iter().map(|b| b.slot()).collect(),
                 }));
             }
             NodeAgentMsg::UnitDone(evaluations) => {

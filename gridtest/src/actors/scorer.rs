@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use super::backend::UnitBackend;
 use super::shard_loader::{ShardHandle, ShardLoaderMsg};
 use crate::cluster::messages::{
     Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, UnitReport,
@@ -46,6 +47,8 @@ pub struct ScorerArgs {
     pub rpc_timeout: Duration,
     /// Pause before asking again when there is no work or no supervisor.
     pub idle_retry: Duration,
+    /// A non-CPU engine (GPU slot); `None`: the CPU engine.
+    pub backend: Option<Arc<dyn UnitBackend>>,
 }
 
 /// State of a [`Scorer`].
@@ -107,6 +110,7 @@ impl Actor for Scorer {
                 let request = LeaseRequest {
                     worker: state.args.worker.clone(),
                     cached,
+                    gpu: state.args.backend.is_some(),
                 };
                 let lease = supervisor
                     .call(
@@ -222,9 +226,13 @@ async fn run_unit(
     match handle {
         ShardHandle::Loaded(data) => {
             let rows = data.n_rows();
-            let joined =
-                tokio::task::spawn_blocking(move || (strategy.run)(&data, &sets, &exec)).await;
-            (joined.map_err(crash), rows)
+            let backend = args.backend.clone().filter(|b| b.supports(&strategy));
+            let joined = tokio::task::spawn_blocking(move || match backend {
+                Some(b) => b.run(&strategy, &data, &sets, &exec),
+                None => Ok((strategy.run)(&data, &sets, &exec)),
+            })
+            .await;
+            (joined.map_err(crash).and_then(|r| r), rows)
         }
         ShardHandle::Stream(info, reader) => {
             let rows = info.n_rows();

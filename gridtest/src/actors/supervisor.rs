@@ -139,6 +139,8 @@ pub struct SupervisorState {
     wait_for_nodes: usize,
     asking: std::collections::BTreeSet<String>,
     started: Instant,
+    /// Whether the sweep's strategy has device code (GPU scorers may take its units).
+    gpu_capable: bool,
 }
 
 impl SupervisorState {
@@ -319,6 +321,8 @@ impl Actor for Supervisor {
             vec![myself.get_cell()],
         );
         ractor::pg::monitor_scope(SCOPE.to_owned(), myself.get_cell());
+        let gpu_capable = crate::strategy::find_strategy(&args.context.strategy)
+            .is_ok_and(|e| (e.gpu)().is_some());
         Ok(SupervisorState {
             ledger: Some(args.ledger),
             context: args.context,
@@ -334,6 +338,7 @@ impl Actor for Supervisor {
             wait_for_nodes: args.wait_for_nodes,
             asking: std::collections::BTreeSet::new(),
             started: Instant::now(),
+            gpu_capable,
         })
     }
 
@@ -389,7 +394,7 @@ impl Actor for Supervisor {
                 }
                 let draining = state.node(&request.worker.node).draining;
                 let ledger = state.ledger.as_mut().expect("checked");
-                let unit = if draining {
+                let unit = if draining || (request.gpu && !state.gpu_capable) {
                     None
                 } else {
                     ledger.lease(&request.worker, &request.cached)

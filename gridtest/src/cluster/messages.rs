@@ -44,6 +44,9 @@ pub struct LeaseRequest {
     pub worker: WorkerId,
     /// Shards its node holds in memory (the supervisor prefers those).
     pub cached: Vec<ShardId>,
+    /// Whether it is a GPU scorer (it gets units only of strategies with device code).
+    #[serde(default)]
+    pub gpu: bool,
 }
 
 /// A unit leased to a scorer.
@@ -91,6 +94,9 @@ pub struct NodeStatus {
     pub units: u64,
     /// Evaluations it completed.
     pub evaluations: u64,
+    /// Backend slots it runs besides its CPU scorers (GPU scorers).
+    #[serde(default)]
+    pub backends: Vec<String>,
 }
 
 /// Messages of a sweep supervisor (reachable from every node).

@@ -134,6 +134,11 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
             loader: loader.clone(),
             rpc_timeout: config.heartbeat.max(Duration::from_secs(2)) * 3,
             idle_retry: Duration::from_millis(50),
+            backends: opts
+                .backends
+                .as_ref()
+                .map(crate::actors::backend_slots)
+                .unwrap_or_default(),
         },
     )
     .await

@@ -6,8 +6,8 @@
 //! unless the weight is fractional. With a weight of exactly 0 or 1 the factors are those of the
 //! W1 reference (`1/(1+c)`, `g`, `g·(1-c)`), so equity matches it bit for bit.
 
-use crate::metrics::{Drawdown, Metrics, Moments};
-use crate::sweep::{CellFailure, FailureKind};
+use super::raw::RawAccount;
+use crate::metrics::{Drawdown, Moments};
 
 /// Portfolio and accumulators of one lane (one parameter set).
 #[derive(Clone, Debug)]
@@ -184,67 +184,20 @@ impl Account {
         self.active = 0;
     }
 
-    /// The cell's metrics after `n_events` events over `n_days` distinct dates.
-    pub(crate) fn finish(
-        &self,
-        n_events: u64,
-        n_days: u32,
-        days_per_year: f64,
-    ) -> Result<Metrics, CellFailure> {
-        if let Some((index, value)) = self.bad_target {
-            return Err(CellFailure::new(
-                FailureKind::BadTarget,
-                format!("strategy returned target {value} at event {index}"),
-            ));
-        }
-        let periods = n_events.saturating_sub(1);
-        let per_year = if n_days == 0 {
-            0.0
-        } else {
-            days_per_year * n_events as f64 / f64::from(n_days)
-        };
-        let (mean, std) = self.moments.finish();
-        let sharpe = if std > 0.0 {
-            mean / std * per_year.sqrt()
-        } else {
-            0.0
-        };
-        let downside = if periods > 0 {
-            (self.downside2 / periods as f64).sqrt()
-        } else {
-            0.0
-        };
-        let sortino = if downside > 0.0 {
-            mean / downside * per_year.sqrt()
-        } else {
-            0.0
-        };
-        let profit_factor = if self.gross_loss > 0.0 {
-            self.gross_win / self.gross_loss
-        } else if self.gross_win > 0.0 {
-            f64::INFINITY
-        } else {
-            0.0
-        };
-        Ok(Metrics {
-            n_ticks: n_events,
+    /// The lane's accumulators.
+    pub(crate) fn raw(&self) -> RawAccount {
+        RawAccount {
+            equity: self.equity,
+            moments: self.moments,
+            downside2: self.downside2,
+            drawdown: self.drawdown,
             trades: self.trades,
-            total_return: self.equity - 1.0,
-            max_drawdown: self.drawdown.finish(),
-            sharpe,
-            sortino,
+            exposed: self.exposed,
             round_trips: self.round_trips,
-            win_rate: if self.round_trips > 0 {
-                self.wins as f64 / self.round_trips as f64
-            } else {
-                0.0
-            },
-            profit_factor,
-            exposure: if periods > 0 {
-                self.exposed as f64 / periods as f64
-            } else {
-                0.0
-            },
-        })
+            wins: self.wins,
+            gross_win: self.gross_win,
+            gross_loss: self.gross_loss,
+            bad_target: self.bad_target,
+        }
     }
 }

@@ -9,7 +9,8 @@ use crate::strategy::{Cursor, Feed, MAX_COLUMNS, Strategy};
 use crate::sweep::{CellFailure, CellOutcome, FailureKind};
 
 /// Events per tile: small enough that a tile's columns and shared ratios stay in L1 while every
-/// lane passes over it.
+/// lane passes over it. Return moments are merged once per tile of the shard (events
+/// `[k·TILE, (k+1)·TILE)`), whatever the batching; GPU kernels use the same boundaries.
 pub const TILE: usize = 2048;
 
 /// Largest lookback a strategy may ask for (events); beyond it the cell fails.
@@ -95,6 +96,8 @@ pub(crate) struct Kernel<S: Strategy> {
     max_leverage: f64,
     days_per_year: f64,
     seen: u64,
+    /// Return periods since the last moment tile closed.
+    tile_periods: u32,
 }
 
 impl<S: Strategy> Kernel<S> {
@@ -139,14 +142,18 @@ impl<S: Strategy> Kernel<S> {
             max_leverage: exec.max_leverage,
             days_per_year: exec.trading_days_per_year,
             seen: 0,
+            tile_periods: 0,
         }
     }
 
-    /// Feeds one batch (any length), tile by tile.
+    /// Feeds one batch (any length), tile by tile. Tiles are aligned on multiples of [`TILE`]
+    /// events of the shard, whatever the batches, so results do not depend on how the data was
+    /// batched (and a GPU kernel can reproduce the tiling).
     pub(crate) fn feed(&mut self, batch: &FeedBatch) {
         let mut start = 0;
         while start < batch.len() {
-            let end = (start + TILE).min(batch.len());
+            let to_boundary = TILE - usize::try_from(self.seen % TILE as u64).unwrap_or(0);
+            let end = (start + to_boundary).min(batch.len());
             self.window.load::<S::Feed>(batch, start..end);
             self.run_tile();
             start = end;
@@ -171,7 +178,7 @@ impl<S: Strategy> Kernel<S> {
                 }
             });
             match ran {
-                Ok(()) => account.end_tile(u32::try_from(periods).unwrap_or(u32::MAX)),
+                Ok(()) => {}
                 Err(msg) => {
                     *lane = Lane::Failed(CellFailure::new(
                         FailureKind::Panic,
@@ -184,15 +191,33 @@ impl<S: Strategy> Kernel<S> {
             }
         }
         self.seen += n as u64;
+        self.tile_periods += u32::try_from(periods).unwrap_or(u32::MAX);
+        if self.seen.is_multiple_of(TILE as u64) {
+            self.close_moment_tile();
+        }
+    }
+
+    /// Folds the return moments of the current tile (events `[k·TILE, (k+1)·TILE)` of the shard)
+    /// into every live lane.
+    fn close_moment_tile(&mut self) {
+        let periods = std::mem::take(&mut self.tile_periods);
+        for lane in &mut self.lanes {
+            if let Lane::Live { account, .. } = lane {
+                account.end_tile(periods);
+            }
+        }
     }
 
     /// One outcome per parameter set, in order.
-    pub(crate) fn finish(self, n_days: u32) -> Vec<CellOutcome> {
+    pub(crate) fn finish(mut self, n_days: u32) -> Vec<CellOutcome> {
+        if self.tile_periods > 0 {
+            self.close_moment_tile();
+        }
         let (seen, per_year) = (self.seen, self.days_per_year);
         self.lanes
             .into_iter()
             .map(|lane| match lane {
-                Lane::Live { account, .. } => account.finish(seen, n_days, per_year),
+                Lane::Live { account, .. } => account.raw().finish(seen, n_days, per_year),
                 Lane::Failed(f) => Err(f),
             })
             .collect()

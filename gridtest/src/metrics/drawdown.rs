@@ -33,6 +33,12 @@ impl Drawdown {
         }
     }
 
+    /// A drawdown state from its parts (e.g. read back from a device).
+    #[must_use]
+    pub fn from_parts(peak: f64, trough: f64, max: f64) -> Self {
+        Self { peak, trough, max }
+    }
+
     /// Observes the next equity value.
     #[inline(always)]
     pub fn update(&mut self, equity: f64) {

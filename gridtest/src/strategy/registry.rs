@@ -44,6 +44,11 @@ pub struct StrategyEntry {
     pub run: RunChunk,
     /// Its streaming engine entry point.
     pub run_source: RunSource,
+    /// Its device code, if it has a GPU implementation.
+    pub gpu: fn() -> Option<super::GpuCode>,
+    /// Builds the CPU strategy for a parameter set and returns its lookback (the GPU path needs
+    /// it); `None` if the set does not fit.
+    pub lookback: fn(&ParamSet) -> Option<usize>,
 }
 
 impl std::fmt::Debug for StrategyEntry {
@@ -69,7 +74,14 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         schema: <<S as Strategy>::Params as Params>::schema,
         run: engine::run_chunk::<S>,
         run_source: engine::run_source::<S>,
+        gpu: <S as Strategy>::gpu_code,
+        lookback: lookback_of::<S>,
     }
+}
+
+fn lookback_of<S: Strategy>(set: &ParamSet) -> Option<usize> {
+    let params = <S::Params as Params>::from_param_set(set).ok()?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| S::new(&params).lookback())).ok()
 }
 
 /// Every registered strategy, in link order.

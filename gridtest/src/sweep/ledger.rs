@@ -209,11 +209,11 @@ impl Ledger {
     pub fn lease(&mut self, worker: &WorkerId, cached: &[ShardId]) -> Option<WorkUnit> {
         let now = Instant::now();
         // Entries of units no longer pending are dropped lazily, from the front.
-        while self
-            .queue
-            .front()
-            .is_some_and(|id| self.units.get(id).is_none_or(|e| e.state != UnitState::Pending))
-        {
+        while self.queue.front().is_some_and(|id| {
+            self.units
+                .get(id)
+                .is_none_or(|e| e.state != UnitState::Pending)
+        }) {
             self.queue.pop_front();
         }
         let local = (!cached.is_empty())

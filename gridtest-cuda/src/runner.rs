@@ -1,0 +1,365 @@
+//! Running a chunk of parameter sets of one shard on one GPU: the module compiled once per
+//! device (NVRTC, no FMA contraction), the shard uploaded once per device and kept within a
+//! byte budget, launches admitted by free memory and split when it runs out.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cudarc::driver::sys::CUresult;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::CompileOptions;
+use gridtest::data::ShardData;
+use gridtest::engine::{ExecModel, RawAccount};
+use gridtest::params::ParamSet;
+use gridtest::strategy::{Feed, StrategyEntry};
+use gridtest::sweep::{CellFailure, CellOutcome, FailureKind};
+use gridtest::{Bars, DataKind, GpuCode, Ticks};
+use sha2::{Digest, Sha256};
+
+use crate::admission::{Admission, DeviceMemory, OutOfMemory, SplitError, run_split};
+use crate::device::GpuInfo;
+use crate::source::{BLOCK_THREADS, KERNEL_NAME, kernel_source, stage_len};
+
+/// Shared memory a block may use without opting in to more (bytes).
+const SHARED_BYTES: usize = 48 * 1024;
+
+/// How long a launch waits for memory held by other slots before splitting.
+const PATIENCE: Duration = Duration::from_millis(200);
+
+/// Errors of the GPU path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// The driver failed.
+    #[error("CUDA driver: {0}")]
+    Driver(String),
+    /// NVRTC rejected the strategy's code.
+    #[error("NVRTC could not compile the `{strategy}` kernel: {log}")]
+    Compile {
+        /// The strategy.
+        strategy: String,
+        /// The compiler's log.
+        log: String,
+    },
+    /// Not even one lane fits in the device's free memory.
+    #[error(transparent)]
+    OutOfMemory(#[from] OutOfMemory),
+    /// The lookback does not fit in shared memory.
+    #[error(
+        "a lookback of {lookback} events over {n_cols} columns does not fit in {SHARED_BYTES} bytes of shared memory"
+    )]
+    Lookback {
+        /// The largest lookback of the chunk.
+        lookback: usize,
+        /// Columns of the feed.
+        n_cols: usize,
+    },
+}
+
+impl From<DriverError> for GpuError {
+    fn from(e: DriverError) -> Self {
+        Self::Driver(e.to_string())
+    }
+}
+
+fn is_oom(e: &DriverError) -> bool {
+    e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY
+}
+
+/// Device memory as the driver reports it; allocations are real.
+struct CudaMemory<'a>(&'a GpuDevice);
+
+impl DeviceMemory for CudaMemory<'_> {
+    type Allocation = CudaSlice<f64>;
+
+    fn free_bytes(&self) -> u64 {
+        self.0.ctx.mem_get_info().map_or(0, |(free, _)| free as u64)
+    }
+
+    fn allocate(&self, bytes: u64) -> Result<CudaSlice<f64>, OutOfMemory> {
+        let len = usize::try_from(bytes.div_ceil(8))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        self.0
+            .stream
+            .alloc_zeros::<f64>(len)
+            .map_err(|_| OutOfMemory { needed: bytes })
+    }
+}
+
+type ShardKey = (String, String);
+
+/// Shards resident on a device, least recently used first.
+#[derive(Default)]
+struct ShardCache {
+    budget: u64,
+    bytes: u64,
+    order: VecDeque<ShardKey>,
+    slices: HashMap<ShardKey, Arc<CudaSlice<f64>>>,
+}
+
+/// One GPU, shared by its slots (GPU scorers).
+pub struct GpuDevice {
+    /// What the driver reported at start.
+    pub info: GpuInfo,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    admission: Admission,
+    kernels: Mutex<HashMap<[u8; 32], CudaFunction>>,
+    shards: Mutex<ShardCache>,
+}
+
+impl std::fmt::Debug for GpuDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuDevice")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GpuDevice {
+    /// Opens device `info.ordinal`, keeping `reserve` bytes free and at most `shard_budget`
+    /// bytes of shards resident.
+    ///
+    /// # Errors
+    /// [`GpuError::Driver`].
+    pub fn open(info: GpuInfo, reserve: u64, shard_budget: u64) -> Result<Self, GpuError> {
+        let ctx = CudaContext::new(info.ordinal)?;
+        let stream = ctx.new_stream()?;
+        Ok(Self {
+            info,
+            ctx,
+            stream,
+            admission: Admission::new(reserve),
+            kernels: Mutex::new(HashMap::new()),
+            shards: Mutex::new(ShardCache {
+                budget: shard_budget,
+                ..ShardCache::default()
+            }),
+        })
+    }
+
+    fn kernel(&self, strategy: &str, code: &GpuCode) -> Result<CudaFunction, GpuError> {
+        let source = kernel_source(code);
+        let key: [u8; 32] = Sha256::digest(source.as_bytes()).into();
+        let mut kernels = self
+            .kernels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(f) = kernels.get(&key) {
+            return Ok(f.clone());
+        }
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(
+            &source,
+            CompileOptions {
+                fmad: Some(false),
+                prec_div: Some(true),
+                prec_sqrt: Some(true),
+                ftz: Some(false),
+                ..CompileOptions::default()
+            },
+        )
+        .map_err(|e| GpuError::Compile {
+            strategy: strategy.to_owned(),
+            log: e.to_string(),
+        })?;
+        let function = self.ctx.load_module(ptx)?.load_function(KERNEL_NAME)?;
+        tracing::info!(gpu = self.info.ordinal, strategy, "kernel compiled");
+        kernels.insert(key, function.clone());
+        Ok(function)
+    }
+
+    /// The shard's columns on the device (uploaded on first use).
+    fn shard(&self, data: &ShardData) -> Result<Arc<CudaSlice<f64>>, GpuError> {
+        let key = (
+            data.info()
+                .files
+                .first()
+                .map(|f| f.url.clone())
+                .unwrap_or_default(),
+            data.shard().to_string(),
+        );
+        let mut cache = self
+            .shards
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(s) = cache.slices.get(&key).cloned() {
+            cache.order.retain(|k| k != &key);
+            cache.order.push_back(key);
+            return Ok(s);
+        }
+        let n = usize::try_from(data.n_rows()).unwrap_or(usize::MAX);
+        let n_cols = data.kind().columns().len();
+        let mut host = Vec::with_capacity(n * n_cols);
+        for c in 0..n_cols {
+            for b in data.batches() {
+                host.extend_from_slice(&b.columns()[c]);
+            }
+        }
+        let bytes = host.len() as u64 * 8;
+        while cache.bytes + bytes > cache.budget && !cache.order.is_empty() {
+            if let Some(old) = cache.order.pop_front()
+                && let Some(s) = cache.slices.remove(&old)
+            {
+                cache.bytes -= s.len() as u64 * 8;
+            }
+        }
+        let slice = Arc::new(self.stream.clone_htod(&host).map_err(|e| {
+            if is_oom(&e) {
+                GpuError::OutOfMemory(OutOfMemory { needed: bytes })
+            } else {
+                GpuError::from(e)
+            }
+        })?);
+        cache.bytes += bytes;
+        cache.order.push_back(key.clone());
+        cache.slices.insert(key, Arc::clone(&slice));
+        Ok(slice)
+    }
+
+    /// Runs `sets` over `data` with the strategy's device code; one outcome per set, in order.
+    /// Parameter sets that do not fit the strategy fail alone; a launch that runs out of memory
+    /// is split, not failed.
+    ///
+    /// # Errors
+    /// [`GpuError`] when the device cannot run the chunk at all (the caller falls back to the
+    /// CPU engine or reports the unit).
+    pub fn run(
+        &self,
+        strategy: &StrategyEntry,
+        code: &GpuCode,
+        data: &ShardData,
+        sets: &[ParamSet],
+        exec: &ExecModel,
+    ) -> Result<Vec<CellOutcome>, GpuError> {
+        let mut outcomes: Vec<Option<CellOutcome>> = vec![None; sets.len()];
+        let mut lanes = Vec::new();
+        let mut packed = Vec::new();
+        let mut lookback = 1usize;
+        for (i, set) in sets.iter().enumerate() {
+            match ((code.pack)(set), (strategy.lookback)(set)) {
+                (Ok(p), Some(l)) => {
+                    lookback = lookback.max(l);
+                    lanes.push(i);
+                    packed.push(p);
+                }
+                (Err(e), _) => {
+                    outcomes[i] = Some(Err(CellFailure::new(FailureKind::Params, e.to_string())));
+                }
+                (Ok(_), None) => {
+                    outcomes[i] = Some(Err(CellFailure::new(
+                        FailureKind::Panic,
+                        format!("strategy refused [{set}] (its constructor panicked)"),
+                    )));
+                }
+            }
+        }
+        let param_len = packed.first().map_or(0, Vec::len).max(1);
+        let (n_cols, fill, mark, intrabar) = match data.kind() {
+            DataKind::Ticks => (
+                Ticks::COLUMNS.len(),
+                Ticks::FILL,
+                Ticks::MARK,
+                Ticks::INTRABAR,
+            ),
+            DataKind::Bars => (Bars::COLUMNS.len(), Bars::FILL, Bars::MARK, Bars::INTRABAR),
+        };
+        let stage = stage_len(n_cols, lookback, SHARED_BYTES)
+            .ok_or(GpuError::Lookback { lookback, n_cols })?;
+        let function = self.kernel(strategy.name, code)?;
+        let shard = self.shard(data)?;
+        let n = i64::try_from(data.n_rows()).unwrap_or(i64::MAX);
+        let memory = CudaMemory(self);
+        let lane_ids: Vec<usize> = (0..lanes.len()).collect();
+        let mut launch = |chunk: &[usize]| -> Result<Vec<RawAccount>, SplitError<GpuError>> {
+            let params: Vec<f64> = chunk
+                .iter()
+                .flat_map(|&l| {
+                    let mut p = packed[l].clone();
+                    p.resize(param_len, 0.0);
+                    p
+                })
+                .collect();
+            let out_len = chunk.len() * RawAccount::DEVICE_LEN;
+            let needed = ((params.len() + out_len) * 8) as u64;
+            let mut admitted = self
+                .admission
+                .admit(&memory, needed, PATIENCE)
+                .map_err(SplitError::OutOfMemory)?;
+            let buffer = admitted.allocation();
+            let (mut params_dev, mut out_dev) = buffer.split_at_mut(params.len());
+            let other = |e: DriverError| {
+                if is_oom(&e) {
+                    SplitError::OutOfMemory(OutOfMemory { needed })
+                } else {
+                    SplitError::Other(GpuError::from(e))
+                }
+            };
+            self.stream
+                .memcpy_htod(&params, &mut params_dev)
+                .map_err(other)?;
+            let n_lanes = i32::try_from(chunk.len()).unwrap_or(i32::MAX);
+            let blocks = u32::try_from(chunk.len())
+                .unwrap_or(u32::MAX)
+                .div_ceil(BLOCK_THREADS);
+            let config = LaunchConfig {
+                grid_dim: (blocks.max(1), 1, 1),
+                block_dim: (BLOCK_THREADS, 1, 1),
+                shared_mem_bytes: u32::try_from(n_cols * (lookback + stage) * 8)
+                    .unwrap_or(u32::MAX),
+            };
+            let (n_cols_i, stage_i, lookback_i, param_len_i) = (
+                i32::try_from(n_cols).unwrap_or(0),
+                i32::try_from(stage).unwrap_or(0),
+                i32::try_from(lookback).unwrap_or(0),
+                i32::try_from(param_len).unwrap_or(0),
+            );
+            let (cost, max_lev) = (exec.cost_rate(), exec.max_leverage);
+            let (fill_i, mark_i, intrabar_i) = (
+                i32::try_from(fill).unwrap_or(0),
+                i32::try_from(mark).unwrap_or(0),
+                i32::from(intrabar),
+            );
+            let mut builder = self.stream.launch_builder(&function);
+            builder
+                .arg(shard.as_ref())
+                .arg(&n)
+                .arg(&n_cols_i)
+                .arg(&stage_i)
+                .arg(&lookback_i)
+                .arg(&mut params_dev)
+                .arg(&param_len_i)
+                .arg(&n_lanes)
+                .arg(&cost)
+                .arg(&max_lev)
+                .arg(&fill_i)
+                .arg(&mark_i)
+                .arg(&intrabar_i)
+                .arg(&mut out_dev);
+            // SAFETY: the argument list matches `gt_run`'s signature in source.rs, every buffer
+            // is as long as the kernel reads (`n_cols × n` shard values, `n_lanes × param_len`
+            // parameters, `n_lanes × GT_OUT_LEN` results), and the shared memory requested is
+            // the `n_cols × (lookback + stage)` doubles the kernel stages.
+            unsafe { builder.launch(config) }.map_err(other)?;
+            let mut out = vec![0.0f64; out_len];
+            self.stream.memcpy_dtoh(&out_dev, &mut out).map_err(other)?;
+            self.stream.synchronize().map_err(other)?;
+            Ok(out
+                .chunks(RawAccount::DEVICE_LEN)
+                .map(RawAccount::from_device)
+                .collect())
+        };
+        let raw = run_split(&lane_ids, &mut launch)?;
+        let days_per_year = exec.trading_days_per_year;
+        for (lane, account) in lanes.iter().zip(raw) {
+            outcomes[*lane] = Some(account.finish(data.n_rows(), data.n_days(), days_per_year));
+        }
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.expect("every set has an outcome"))
+            .collect())
+    }
+}

@@ -1,0 +1,71 @@
+//! Extra ways to run units, plugged in by other crates (GPU scorers from gridtest-cuda).
+//!
+//! A crate contributes a [`BackendProvider`] to [`BACKEND_PROVIDERS`] (a link-time slice); every
+//! node agent calls the providers once at start and runs one extra scorer per backend slot it
+//! gets. A backend scorer leases only units of strategies it [`supports`](UnitBackend::supports).
+
+use std::sync::Arc;
+
+use linkme::distributed_slice;
+
+use crate::data::ShardData;
+use crate::engine::ExecModel;
+use crate::params::ParamSet;
+use crate::strategy::StrategyEntry;
+use crate::sweep::{CellFailure, CellOutcome};
+
+/// A non-CPU engine slot (one GPU scorer).
+pub trait UnitBackend: Send + Sync + 'static {
+    /// Slot name, unique on the node (e.g. `gpu0-1`).
+    fn slot(&self) -> String;
+
+    /// Whether this backend can run the strategy.
+    fn supports(&self, strategy: &StrategyEntry) -> bool;
+
+    /// Runs a chunk of parameter sets over a loaded shard (called on a blocking thread); one
+    /// outcome per set, in order.
+    ///
+    /// # Errors
+    /// A failure for the whole chunk (the ledger retries it, possibly elsewhere).
+    fn run(
+        &self,
+        strategy: &StrategyEntry,
+        data: &ShardData,
+        sets: &[ParamSet],
+        exec: &ExecModel,
+    ) -> Result<Vec<CellOutcome>, CellFailure>;
+}
+
+/// Settings handed to backend providers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackendSettings {
+    /// GPU scorers per device.
+    pub gpu_slots_per_device: usize,
+    /// Memory kept free on each device, bytes.
+    pub gpu_reserve_bytes: u64,
+    /// Device memory for resident shards, bytes.
+    pub gpu_shard_budget_bytes: u64,
+}
+
+impl Default for BackendSettings {
+    fn default() -> Self {
+        Self {
+            gpu_slots_per_device: 4,
+            gpu_reserve_bytes: 512 << 20,
+            gpu_shard_budget_bytes: 4 << 30,
+        }
+    }
+}
+
+/// Contributes backend slots to a node.
+pub type BackendProvider = fn(&BackendSettings) -> Vec<Arc<dyn UnitBackend>>;
+
+/// Every registered provider.
+#[distributed_slice]
+pub static BACKEND_PROVIDERS: [BackendProvider];
+
+/// The slots every registered provider offers on this machine.
+#[must_use]
+pub fn backend_slots(settings: &BackendSettings) -> Vec<Arc<dyn UnitBackend>> {
+    BACKEND_PROVIDERS.iter().flat_map(|p| p(settings)).collect()
+}

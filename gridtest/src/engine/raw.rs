@@ -1,0 +1,134 @@
+//! `RawAccount`: a lane's accumulators at the end of a shard, and the one place they become
+//! [`Metrics`]. The CPU engine and the GPU kernels (gridtest-cuda) both produce them, so both
+//! finish a cell with exactly the same arithmetic.
+
+use crate::metrics::{Drawdown, Metrics, Moments};
+use crate::sweep::{CellFailure, FailureKind};
+
+/// A lane's accumulators after the last event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RawAccount {
+    /// Final equity (starts at 1).
+    pub equity: f64,
+    /// Moments of the per-period returns.
+    pub moments: Moments,
+    /// Sum of squared negative returns.
+    pub downside2: f64,
+    /// Drawdown state.
+    pub drawdown: Drawdown,
+    /// Position changes.
+    pub trades: u64,
+    /// Periods with a position.
+    pub exposed: u64,
+    /// Closed round trips.
+    pub round_trips: u64,
+    /// Round trips with a profit.
+    pub wins: u64,
+    /// Gross profit of round trips.
+    pub gross_win: f64,
+    /// Gross loss of round trips (positive).
+    pub gross_loss: f64,
+    /// First invalid target: event index and value.
+    pub bad_target: Option<(u64, f64)>,
+}
+
+impl RawAccount {
+    /// Number of `f64` a device writes per lane, in the order of [`RawAccount::from_device`].
+    pub const DEVICE_LEN: usize = 16;
+
+    /// Reads the device layout: `equity, moments.n, moments.mean, moments.m2, downside2,
+    /// dd.peak, dd.trough, dd.max, trades, exposed, round_trips, wins, gross_win, gross_loss,
+    /// bad_index (negative: none), bad_value`. Counts are exact in `f64` below 2^53.
+    ///
+    /// # Panics
+    /// If `v` is shorter than [`RawAccount::DEVICE_LEN`].
+    #[must_use]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "device counters are non-negative integers held exactly in f64"
+    )]
+    pub fn from_device(v: &[f64]) -> Self {
+        let count = |x: f64| x as u64;
+        Self {
+            equity: v[0],
+            moments: Moments::from_parts(count(v[1]), v[2], v[3]),
+            downside2: v[4],
+            drawdown: Drawdown::from_parts(v[5], v[6], v[7]),
+            trades: count(v[8]),
+            exposed: count(v[9]),
+            round_trips: count(v[10]),
+            wins: count(v[11]),
+            gross_win: v[12],
+            gross_loss: v[13],
+            bad_target: (v[14] >= 0.0).then(|| (count(v[14]), v[15])),
+        }
+    }
+
+    /// The cell's metrics after `n_events` events over `n_days` distinct dates.
+    ///
+    /// # Errors
+    /// [`FailureKind::BadTarget`] if the strategy returned a NaN target.
+    pub fn finish(
+        &self,
+        n_events: u64,
+        n_days: u32,
+        days_per_year: f64,
+    ) -> Result<Metrics, CellFailure> {
+        if let Some((index, value)) = self.bad_target {
+            return Err(CellFailure::new(
+                FailureKind::BadTarget,
+                format!("strategy returned target {value} at event {index}"),
+            ));
+        }
+        let periods = n_events.saturating_sub(1);
+        let per_year = if n_days == 0 {
+            0.0
+        } else {
+            days_per_year * n_events as f64 / f64::from(n_days)
+        };
+        let (mean, std) = self.moments.finish();
+        let sharpe = if std > 0.0 {
+            mean / std * per_year.sqrt()
+        } else {
+            0.0
+        };
+        let downside = if periods > 0 {
+            (self.downside2 / periods as f64).sqrt()
+        } else {
+            0.0
+        };
+        let sortino = if downside > 0.0 {
+            mean / downside * per_year.sqrt()
+        } else {
+            0.0
+        };
+        let profit_factor = if self.gross_loss > 0.0 {
+            self.gross_win / self.gross_loss
+        } else if self.gross_win > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        Ok(Metrics {
+            n_ticks: n_events,
+            trades: self.trades,
+            total_return: self.equity - 1.0,
+            max_drawdown: self.drawdown.finish(),
+            sharpe,
+            sortino,
+            round_trips: self.round_trips,
+            win_rate: if self.round_trips > 0 {
+                self.wins as f64 / self.round_trips as f64
+            } else {
+                0.0
+            },
+            profit_factor,
+            exposure: if periods > 0 {
+                self.exposed as f64 / periods as f64
+            } else {
+                0.0
+            },
+        })
+    }
+}

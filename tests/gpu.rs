@@ -1,0 +1,210 @@
+//! The GPU path. Without a GPU (CI): detection reports none cleanly, and the device code's
+//! arithmetic is checked against the CPU engine by compiling the very same per-event code as a
+//! host C++ program (only the staging into shared memory is GPU-specific). With a GPU, the
+//! kernels themselves must match the CPU engine cell for cell.
+
+use std::path::Path;
+use std::process::Command;
+
+use gridtest::data::{Shard, ShardData, ShardReader};
+use gridtest::engine::{RawAccount, run_chunk};
+use gridtest::strategy::{Feed, find_strategy};
+use gridtest::{DataKind, ExecModel, GpuCode, Grid, ParamSet, Ticks};
+use gridtest_cuda::source::{host_harness_source, stage_len};
+use gridtest_examples::{Momentum, SmaCrossover};
+use gridtest_tests::{runtime, w1_grid, w1_smoke};
+
+fn smoke_shard(symbol: &str) -> ShardData {
+    let (data, _) = w1_smoke();
+    let dataset =
+        gridtest::data::Dataset::try_new(&data.display().to_string(), DataKind::Ticks).unwrap();
+    let reader = ShardReader::try_new(&dataset).unwrap();
+    let shard = Shard::new(
+        symbol,
+        "2024-01-02".parse().unwrap(),
+        "2024-01-04".parse().unwrap(),
+    );
+    runtime().block_on(reader.load(&shard)).unwrap()
+}
+
+fn write_f64(path: &Path, values: &[f64]) {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Compiles the host form of `code` with the system C++ compiler, or says why it cannot.
+fn compile_harness(code: &GpuCode, dir: &Path) -> Result<std::path::PathBuf, String> {
+    let src = dir.join("harness.cpp");
+    std::fs::write(&src, host_harness_source(code)).unwrap();
+    let exe = dir.join("harness");
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
+    let out = Command::new(&compiler)
+        .args([
+            "-O2",
+            "-std=c++17",
+            "-ffp-contract=off",
+            "-fno-fast-math",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("no C++ compiler `{compiler}`: {e}"))?;
+    if !out.status.success() {
+        panic!(
+            "the generated device code does not compile:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(exe)
+}
+
+/// Runs the host form of the device code over `data` for `sets`, staging `stage` events at a
+/// time as a block would; returns one accumulator set per parameter set.
+fn run_harness(
+    exe: &Path,
+    dir: &Path,
+    code: &GpuCode,
+    data: &ShardData,
+    sets: &[ParamSet],
+    lookback: usize,
+    exec: &ExecModel,
+) -> Vec<RawAccount> {
+    let n_cols = Ticks::COLUMNS.len();
+    let mut cols = Vec::new();
+    for c in 0..n_cols {
+        for b in data.batches() {
+            cols.extend_from_slice(&b.columns()[c]);
+        }
+    }
+    let params: Vec<f64> = sets.iter().flat_map(|s| (code.pack)(s).unwrap()).collect();
+    let param_len = params.len() / sets.len();
+    write_f64(&dir.join("cols.bin"), &cols);
+    write_f64(&dir.join("params.bin"), &params);
+    let stage = stage_len(n_cols, lookback, 48 * 1024).unwrap();
+    let status = Command::new(exe)
+        .arg(dir.join("cols.bin"))
+        .arg(dir.join("params.bin"))
+        .arg(dir.join("out.bin"))
+        .args([
+            data.n_rows().to_string(),
+            n_cols.to_string(),
+            stage.to_string(),
+            lookback.to_string(),
+            param_len.to_string(),
+            sets.len().to_string(),
+            format!("{:e}", exec.cost_rate()),
+            format!("{:e}", exec.max_leverage),
+            Ticks::FILL.to_string(),
+            Ticks::MARK.to_string(),
+            "0".to_owned(),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let bytes = std::fs::read(dir.join("out.bin")).unwrap();
+    let out: Vec<f64> = bytes
+        .chunks(8)
+        .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    out.chunks(RawAccount::DEVICE_LEN)
+        .map(RawAccount::from_device)
+        .collect()
+}
+
+fn check_parity(
+    name: &str,
+    sets: &[ParamSet],
+    exec: &ExecModel,
+    cpu: impl Fn(&ShardData) -> Vec<gridtest::CellOutcome>,
+) {
+    let entry = find_strategy(name).unwrap();
+    let code = (entry.gpu)().expect("the strategy ships device code");
+    let dir = tempfile::tempdir().unwrap();
+    let exe = match compile_harness(&code, dir.path()) {
+        Ok(exe) => exe,
+        Err(why) => {
+            eprintln!("SKIPPED device-code parity for {name}: {why}");
+            return;
+        }
+    };
+    let lookback = sets
+        .iter()
+        .map(|s| (entry.lookback)(s).unwrap())
+        .max()
+        .unwrap()
+        .max(1);
+    for symbol in ["S000", "S001"] {
+        let data = smoke_shard(symbol);
+        let want = cpu(&data);
+        let raw = run_harness(&exe, dir.path(), &code, &data, sets, lookback, exec);
+        assert_eq!(raw.len(), sets.len());
+        for ((set, want), raw) in sets.iter().zip(&want).zip(raw) {
+            let got = raw.finish(data.n_rows(), data.n_days(), exec.trading_days_per_year);
+            assert_eq!(
+                &got, want,
+                "{name} [{set}] on {symbol}: device code differs from the CPU engine"
+            );
+        }
+    }
+}
+
+#[test]
+fn sma_device_code_equals_the_cpu_engine_bit_for_bit() {
+    let sets: Vec<ParamSet> = w1_grid().iter().collect();
+    let exec = ExecModel::default().with_commission_bps(1.0);
+    check_parity("sma_crossover", &sets, &exec, |data| {
+        run_chunk::<SmaCrossover>(data, &sets, &exec)
+    });
+}
+
+#[test]
+fn momentum_device_code_equals_the_cpu_engine_bit_for_bit() {
+    let sets: Vec<ParamSet> = Grid::new()
+        .axis("window", [1, 10, 50, 200, 1000, 3000])
+        .axis("threshold_bps", [0.0, 2.5, 10.0, 40.0])
+        .iter()
+        .collect();
+    let exec = ExecModel::default()
+        .with_commission_bps(2.0)
+        .with_slippage_bps(1.5);
+    check_parity("momentum", &sets, &exec, |data| {
+        run_chunk::<Momentum>(data, &sets, &exec)
+    });
+}
+
+#[test]
+fn gpu_detection_never_panics_and_says_why_there_is_none() {
+    let described = gridtest_cuda::device::describe();
+    match gridtest_cuda::detect() {
+        Ok(gpus) => assert!(!gpus.is_empty() && described.starts_with("GPU 0")),
+        Err(why) => {
+            eprintln!("SKIPPED GPU kernel tests: {why}");
+            assert!(described.starts_with("no GPU: "), "{described}");
+        }
+    }
+}
+
+/// On a machine with a GPU: the kernel itself, against the CPU engine, every cell.
+#[test]
+fn gpu_kernels_equal_the_cpu_engine() {
+    let gpus = match gridtest_cuda::detect() {
+        Ok(gpus) => gpus,
+        Err(why) => {
+            eprintln!("SKIPPED gpu_kernels_equal_the_cpu_engine: {why}");
+            return;
+        }
+    };
+    let device =
+        gridtest_cuda::runner::GpuDevice::open(gpus[0].clone(), 512 << 20, 1 << 30).unwrap();
+    let sets: Vec<ParamSet> = w1_grid().iter().collect();
+    let exec = ExecModel::default().with_commission_bps(1.0);
+    let entry = find_strategy("sma_crossover").unwrap();
+    let code = (entry.gpu)().unwrap();
+    for symbol in ["S000", "S001"] {
+        let data = smoke_shard(symbol);
+        let gpu = device.run(entry, &code, &data, &sets, &exec).unwrap();
+        let cpu = run_chunk::<SmaCrossover>(&data, &sets, &exec);
+        assert_eq!(gpu, cpu, "GPU and CPU differ on {symbol}");
+    }
+}
