@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gridtest::data::synth::SynthSpec;
 use gridtest_tests::Scratch;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cluster_sweep");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_cluster_sweep");
 const COOKIE: &str = "test-cookie";
 const CELLS: usize = 3 * 80;
 /// Busy work per event: makes a unit take about a tenth of a second.
@@ -25,7 +25,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// The dataset (3 symbols × 2 days × 5 000 ticks), generated once per test run.
-fn dataset() -> &'static Path {
+pub(crate) fn dataset() -> &'static Path {
     static DATA: OnceLock<PathBuf> = OnceLock::new();
     DATA.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cluster-data");

@@ -8,5 +8,6 @@ mod grid;
 mod macros;
 mod panics;
 mod registry;
+mod s3;
 mod streaming;
 mod w1;

@@ -125,6 +125,8 @@ pub(crate) fn codegen(ir: &StrategyIr) -> TokenStream {
         impl ::gridtest::RegisteredStrategy for #ty {
             const NAME: &'static str = #name;
             const VERSION: &'static str = #version;
+            const CRATE: &'static str =
+                ::core::concat!(::core::env!("CARGO_PKG_NAME"), " ", ::core::env!("CARGO_PKG_VERSION"));
         }
 
         const _: () = {

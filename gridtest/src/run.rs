@@ -133,6 +133,8 @@ pub struct RunOptions {
     pub wait_for_nodes: usize,
     /// Backend (GPU) settings; `None`: CPU scorers only.
     pub backends: Option<BackendSettings>,
+    /// Leaderboard metric (for the persisted leaderboard).
+    pub rank_by: RankMetric,
 }
 
 impl Default for RunOptions {
@@ -147,6 +149,7 @@ impl Default for RunOptions {
             results: None,
             wait_for_nodes: 0,
             backends: None,
+            rank_by: RankMetric::Sharpe,
         }
     }
 }
@@ -193,14 +196,19 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
             tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
         }
     }
+    let manifest = infos
+        .iter()
+        .filter_map(|i| i.as_ref().ok())
+        .flat_map(|i| i.files.iter().cloned())
+        .collect();
     let spec = SweepSpec::new(
-        strategy.name,
-        strategy.version,
+        &strategy,
         sweep.grid_ref().clone(),
         dataset.url().to_string(),
         dataset.kind(),
         shards.clone(),
         sweep.exec_model().clone(),
+        manifest,
     );
     Ok(Plan {
         strategy,
@@ -297,7 +305,10 @@ pub(crate) async fn execute(
             done.retain(|k, _| wanted.contains(k));
             tracing::info!(sweep = %sweep_id, root = %root, resumed = done.len(),
                 "sweep ledger opened");
-            if !done.is_empty() {
+            let total = shards.len() * sets.len();
+            if done.len() == total {
+                eprintln!("sweep {sweep_id} is already complete ({total} cells): reporting it");
+            } else if !done.is_empty() {
                 eprintln!(
                     "resumed {} cells of sweep {sweep_id} from its ledger",
                     done.len()
@@ -418,7 +429,7 @@ pub(crate) async fn execute(
         wall: started.elapsed(),
         evaluations,
     };
-    Ok(SweepResults::new(
+    let results = SweepResults::new(
         &strategy,
         &grid,
         sets,
@@ -426,7 +437,13 @@ pub(crate) async fn execute(
         outcome.ledger.into_cells(),
         timings,
     )
-    .with_run_info(sweep_id, outcome.computed, outcome.nodes))
+    .with_run_info(sweep_id.clone(), outcome.computed, outcome.nodes);
+    if let Some(root) = &setup.results {
+        let dir = root.join(&format!("sweeps/{sweep_id}"));
+        output::write_to_store(&results, &results.leaderboard(opts.rank_by), &dir).await?;
+        tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted");
+    }
+    Ok(results)
 }
 
 /// Runs a sweep in this process: a shard loader, a supervisor and `threads` scorers.
@@ -504,6 +521,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs) -> (Sweep, RunOptions) {
             gpu_reserve_bytes: args.gpu_reserve_mb << 20,
             gpu_shard_budget_bytes: args.gpu_shard_mb << 20,
         }),
+        rank_by: args.rank_by.unwrap_or(RankMetric::Sharpe),
     };
     (sweep, opts)
 }

@@ -3,6 +3,7 @@
 //! so local disks and S3 share one code path.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
@@ -121,6 +122,7 @@ impl Location {
             "s3" => Arc::new(
                 object_store::aws::AmazonS3Builder::from_env()
                     .with_url(self.url.as_str())
+                    .with_retry(retry_config())
                     .build()
                     .map_err(|source| LocationError::Store {
                         url: self.url.to_string(),
@@ -142,6 +144,27 @@ impl Location {
         let mut u = self.store_url();
         u.set_path(&format!("/{path}"));
         u.to_string()
+    }
+}
+
+/// Retries of a remote store: `GRIDTEST_STORE_RETRIES` attempts (default 3) with exponential
+/// back-off from 100 ms to 2 s, all within `GRIDTEST_STORE_RETRY_S` seconds (default 15); then
+/// the request fails with the store's error, naming the URL.
+fn retry_config() -> object_store::RetryConfig {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    object_store::RetryConfig {
+        backoff: object_store::BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: usize::try_from(env("GRIDTEST_STORE_RETRIES", 3)).unwrap_or(3),
+        retry_timeout: Duration::from_secs(env("GRIDTEST_STORE_RETRY_S", 15)),
     }
 }
 

@@ -375,4 +375,6 @@ pub trait RegisteredStrategy: Strategy {
     const NAME: &'static str;
     /// Version (the `version = "…"` argument, or the defining crate's version).
     const VERSION: &'static str;
+    /// The defining crate, `name version` (recorded in every sweep's spec).
+    const CRATE: &'static str;
 }

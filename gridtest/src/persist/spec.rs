@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::data::Shard;
+use crate::data::{FileInfo, Shard};
 use crate::engine::{EXEC_MODEL_VERSION, ExecModel};
 use crate::params::Grid;
 use crate::strategy::DataKind;
@@ -17,6 +17,8 @@ pub struct SweepSpec {
     pub strategy: String,
     /// Strategy version.
     pub strategy_version: String,
+    /// The crate that defines the strategy, `name version`.
+    pub strategy_crate: String,
     /// The grid.
     pub grid: Grid,
     /// Dataset root URL.
@@ -29,30 +31,35 @@ pub struct SweepSpec {
     pub exec: ExecModel,
     /// Version of the execution semantics.
     pub exec_model_version: u32,
+    /// Every file the sweep reads, with its size, ETag (or the store's content tag) and rows.
+    pub manifest: Vec<FileInfo>,
 }
 
 impl SweepSpec {
     /// A spec with the current gridtest and execution-model versions.
     #[must_use]
+    #[allow(clippy::too_many_arguments, reason = "a plain record of what was run")]
     pub fn new(
-        strategy: &str,
-        strategy_version: &str,
+        strategy: &crate::strategy::StrategyEntry,
         grid: Grid,
         dataset: String,
         kind: DataKind,
         shards: Vec<Shard>,
         exec: ExecModel,
+        manifest: Vec<FileInfo>,
     ) -> Self {
         Self {
             gridtest_version: env!("CARGO_PKG_VERSION").to_owned(),
-            strategy: strategy.to_owned(),
-            strategy_version: strategy_version.to_owned(),
+            strategy: strategy.name.to_owned(),
+            strategy_version: strategy.version.to_owned(),
+            strategy_crate: strategy.crate_version.to_owned(),
             grid,
             dataset,
             kind,
             shards,
             exec,
             exec_model_version: EXEC_MODEL_VERSION,
+            manifest,
         }
     }
 

@@ -34,6 +34,8 @@ pub struct StrategyEntry {
     pub name: &'static str,
     /// Version.
     pub version: &'static str,
+    /// The defining crate, `name version`.
+    pub crate_version: &'static str,
     /// Rust type name (for messages).
     pub type_name: fn() -> &'static str,
     /// The data it consumes.
@@ -69,6 +71,7 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
     StrategyEntry {
         name: S::NAME,
         version: S::VERSION,
+        crate_version: S::CRATE,
         type_name: type_name::<S>,
         kind: <S::Feed as Feed>::KIND,
         schema: <<S as Strategy>::Params as Params>::schema,

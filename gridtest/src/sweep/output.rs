@@ -13,7 +13,10 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::Compression;
 use datafusion::parquet::file::properties::WriterProperties;
 
+use object_store::{ObjectStoreExt, PutPayload};
+
 use super::SweepResults;
+use crate::storage::Location;
 use super::leaderboard::Leaderboard;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -55,34 +58,78 @@ fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
+/// The output files of a sweep, in memory: `(file name, bytes)` for `results.csv`,
+/// `results.parquet` and `leaderboard.csv`.
+///
+/// # Errors
+/// [`Error::Output`] if a file cannot be rendered (a bug).
+pub fn render(results: &SweepResults, leaderboard: &Leaderboard) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let render_error = |name: &str, e: &dyn std::fmt::Display| Error::Output {
+        path: name.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut csv = Vec::new();
+    write_csv(results, &mut csv).map_err(|e| render_error("results.csv", &e))?;
+    let batch = to_record_batch(results).map_err(|e| render_error("results.parquet", &e))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let mut parquet = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut parquet, batch.schema(), Some(props))
+        .map_err(|e| render_error("results.parquet", &e))?;
+    writer
+        .write(&batch)
+        .map_err(|e| render_error("results.parquet", &e))?;
+    writer
+        .close()
+        .map_err(|e| render_error("results.parquet", &e))?;
+    let mut board = Vec::new();
+    leaderboard
+        .write_csv(&mut board)
+        .map_err(|e| render_error("leaderboard.csv", &e))?;
+    Ok(vec![
+        ("results.csv", csv),
+        ("results.parquet", parquet),
+        ("leaderboard.csv", board),
+    ])
+}
+
 /// Writes `results.csv`, `results.parquet` and `leaderboard.csv` into `dir` (created if needed).
 ///
 /// # Errors
 /// [`Error::Output`] naming the file that could not be written.
 pub fn write_all(results: &SweepResults, leaderboard: &Leaderboard, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
-    let csv_path = dir.join("results.csv");
-    let file = std::fs::File::create(&csv_path).map_err(|e| output_error(&csv_path, e))?;
-    write_csv(results, std::io::BufWriter::new(file)).map_err(|e| output_error(&csv_path, e))?;
+    for (name, bytes) in render(results, leaderboard)? {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| output_error(&path, e))?;
+    }
+    Ok(())
+}
 
-    let pq_path = dir.join("results.parquet");
-    let batch = to_record_batch(results).map_err(|e| output_error(&pq_path, e))?;
-    let file = std::fs::File::create(&pq_path).map_err(|e| output_error(&pq_path, e))?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .build();
-    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))
-        .map_err(|e| output_error(&pq_path, e))?;
-    writer
-        .write(&batch)
-        .map_err(|e| output_error(&pq_path, e))?;
-    writer.close().map_err(|e| output_error(&pq_path, e))?;
-
-    let lb_path = dir.join("leaderboard.csv");
-    let file = std::fs::File::create(&lb_path).map_err(|e| output_error(&lb_path, e))?;
-    leaderboard
-        .write_csv(std::io::BufWriter::new(file))
-        .map_err(|e| output_error(&lb_path, e))?;
+/// Writes the same files under `location` (a results root's `sweeps/<id>/`, local or S3).
+///
+/// # Errors
+/// [`Error::Output`] naming the object that could not be written.
+pub async fn write_to_store(
+    results: &SweepResults,
+    leaderboard: &Leaderboard,
+    location: &Location,
+) -> Result<()> {
+    let (store, dir) = location.store().map_err(|e| Error::Output {
+        path: location.to_string(),
+        reason: e.to_string(),
+    })?;
+    for (name, bytes) in render(results, leaderboard)? {
+        let path = dir.clone().join(name);
+        store
+            .put(&path, PutPayload::from(bytes))
+            .await
+            .map_err(|e| Error::Output {
+                path: location.object_url(&path),
+                reason: e.to_string(),
+            })?;
+    }
     Ok(())
 }
 

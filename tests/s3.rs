@@ -1,0 +1,276 @@
+//! S3 for real: a dataset read from an S3-compatible server, results and the ledger written
+//! there, a sweep resumed from a ledger in S3, and a clear, bounded failure when the store is
+//! unreachable. The server is the one `.ci/run` starts (`GRIDTEST_TEST_S3_ENDPOINT`), or a moto
+//! server started here when `moto_server` is installed; without either the tests say they are
+//! skipped.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use gridtest_tests::{compare_w1, example_binary, read_w1_csv, w1_smoke};
+
+const BUCKET: &str = "gridtest-test";
+
+struct S3 {
+    endpoint: String,
+    _server: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A raw HTTP request (moto accepts unsigned requests for bucket creation).
+fn http(endpoint: &str, method: &str, path: &str) -> Option<String> {
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+fn server() -> Option<&'static S3> {
+    static S3_SERVER: OnceLock<Option<S3>> = OnceLock::new();
+    S3_SERVER
+        .get_or_init(|| {
+            let s3 = if let Ok(endpoint) = std::env::var("GRIDTEST_TEST_S3_ENDPOINT") {
+                S3 { endpoint, _server: None }
+            } else {
+                let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
+                let port = free_port();
+                let child = Command::new(&moto)
+                    .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .ok()?;
+                let endpoint = format!("http://127.0.0.1:{port}");
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while http(&endpoint, "GET", "/").is_none() {
+                    if Instant::now() > deadline {
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                S3 { endpoint, _server: Some(child) }
+            };
+            http(&s3.endpoint, "PUT", &format!("/{BUCKET}"))?;
+            Some(s3)
+        })
+        .as_ref()
+}
+
+macro_rules! s3_or_skip {
+    ($name:literal) => {
+        match server() {
+            Some(s3) => s3,
+            None => {
+                eprintln!(
+                    "SKIPPED {}: no S3 server (set GRIDTEST_TEST_S3_ENDPOINT, or install moto: pip install 'moto[server]'; .ci/run does both)",
+                    $name
+                );
+                return;
+            }
+        }
+    };
+}
+
+fn store(s3: &S3) -> Arc<AmazonS3> {
+    Arc::new(
+        AmazonS3Builder::new()
+            .with_endpoint(&s3.endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .build()
+            .unwrap(),
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    gridtest_tests::runtime()
+}
+
+/// Uploads every file under `dir` to `prefix/…`.
+fn upload(store: &AmazonS3, dir: &Path, prefix: &str) {
+    let rt = runtime();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                let key = ObjectPath::parse(format!("{prefix}/{rel}")).unwrap();
+                rt.block_on(store.put(&key, PutPayload::from(std::fs::read(&p).unwrap()))).unwrap();
+            }
+        }
+    }
+}
+
+fn list(store: &AmazonS3, prefix: &str) -> Vec<String> {
+    let prefix = ObjectPath::parse(prefix).unwrap();
+    let rt = runtime();
+    let mut keys: Vec<String> = rt
+        .block_on(store.list(Some(&prefix)).try_collect::<Vec<_>>())
+        .unwrap()
+        .into_iter()
+        .map(|m| m.location.to_string())
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn with_aws_env<'a>(cmd: &'a mut Command, endpoint: &str) -> &'a mut Command {
+    cmd.env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("RUST_LOG", "warn")
+}
+
+fn unique(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ rand_u64())
+}
+
+fn rand_u64() -> u128 {
+    u128::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos())
+}
+
+#[test]
+fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
+    let s3 = s3_or_skip!("a_sweep_reads_its_dataset_from_s3_and_persists_everything_there");
+    let store = store(s3);
+    let prefix = unique("read");
+    let (smoke, reference) = w1_smoke();
+    upload(&store, &smoke, &format!("{prefix}/smoke"));
+    // A corrupt third symbol: never opened when the sweep asks for S000 and S001 only.
+    runtime()
+        .block_on(store.put(
+            &ObjectPath::parse(format!("{prefix}/smoke/symbol=S002/date=2024-01-02/part-0.parquet")).unwrap(),
+            PutPayload::from_static(b"not parquet"),
+        ))
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = || {
+        with_aws_env(&mut Command::new(example_binary("sma_crossover")), &s3.endpoint)
+            .args(["--data", &format!("s3://{BUCKET}/{prefix}/smoke")])
+            .args(["--results", &format!("s3://{BUCKET}/{prefix}/results")])
+            .args(["--symbols", "S000,S001", "--no-progress", "--threads", "2", "--out"])
+            .arg(out.path())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(first.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&first.stderr));
+    compare_w1(&read_w1_csv(&out.path().join("results.csv")), &read_w1_csv(&reference)).unwrap();
+
+    let keys = list(&store, &format!("{prefix}/results"));
+    let sweep_dir = keys
+        .iter()
+        .find_map(|k| k.strip_suffix("/spec.json"))
+        .unwrap_or_else(|| panic!("no spec.json in {keys:?}"))
+        .to_owned();
+    for file in ["results.parquet", "results.csv", "leaderboard.csv"] {
+        assert!(keys.contains(&format!("{sweep_dir}/{file}")), "{file} missing from {keys:?}");
+    }
+    assert!(keys.iter().any(|k| k.starts_with(&format!("{sweep_dir}/ledger/"))), "{keys:?}");
+    let spec: serde_json::Value = serde_json::from_slice(
+        &runtime()
+            .block_on(async { store.get(&ObjectPath::parse(format!("{sweep_dir}/spec.json")).unwrap()).await?.bytes().await })
+            .unwrap(),
+    )
+    .unwrap();
+    let manifest = spec["manifest"].as_array().unwrap();
+    assert_eq!(manifest.len(), 6, "every file read, nothing of S002");
+    assert!(manifest.iter().all(|f| f["e_tag"].as_str().is_some_and(|t| !t.is_empty()) && f["size"].as_u64() > Some(0)));
+    assert_eq!(spec["strategy"], "sma_crossover");
+    assert!(spec["strategy_crate"].as_str().unwrap().starts_with("gridtest-examples "));
+
+    // The same sweep again is recognised: nothing is recomputed.
+    let second = run();
+    let text = String::from_utf8_lossy(&second.stdout).to_string() + &String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{text}");
+    assert!(text.contains("is already complete (1910 cells)"), "{text}");
+    assert!(text.contains(": 0 cells computed by this run, 1910 resumed"), "{text}");
+}
+
+#[test]
+fn an_unreachable_store_fails_clearly_after_bounded_retries() {
+    let started = Instant::now();
+    let port = free_port();
+    let out = with_aws_env(&mut Command::new(example_binary("sma_crossover")), &format!("http://127.0.0.1:{port}"))
+        .env("GRIDTEST_STORE_RETRIES", "2")
+        .env("GRIDTEST_STORE_RETRY_S", "5")
+        .args(["--data", "s3://nowhere-bucket/ticks", "--no-progress"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("cannot access `s3://nowhere-bucket/ticks"), "{stderr}");
+    assert!(stderr.contains("after 2 retries"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_sweep_resumes_from_its_ledger_in_s3() {
+    let s3 = s3_or_skip!("a_sweep_resumes_from_its_ledger_in_s3");
+    let prefix = unique("resume");
+    let out = tempfile::tempdir().unwrap();
+    let command = || {
+        let mut c = Command::new(crate::cluster::BIN);
+        with_aws_env(&mut c, &s3.endpoint)
+            .env("GRIDTEST_TEST_SPIN", "4000")
+            .env("RUST_LOG", "info")
+            .args(["--data", &crate::cluster::dataset().display().to_string()])
+            .args(["--results", &format!("s3://{BUCKET}/{prefix}/results")])
+            .args(["--threads", "2", "--no-progress", "--progress-ms", "200", "--unit-evals", "40000", "--out"])
+            .arg(out.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    // First run: killed once a good part of the cells are in the ledger.
+    let mut first = command().spawn().unwrap();
+    let stderr = first.stderr.take().unwrap();
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let mut killed = false;
+    for line in lines.map_while(Result::ok) {
+        let done: usize = line
+            .split("progress done=")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+            .unwrap_or(0);
+        if done >= 100 {
+            std::thread::sleep(Duration::from_millis(300)); // a ledger flush
+            first.kill().unwrap();
+            killed = true;
+            break;
+        }
+    }
+    let _ = first.wait();
+    assert!(killed, "the first run never got far enough");
+    let second = command().output().unwrap();
+    let text = String::from_utf8_lossy(&second.stdout).to_string() + &String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{text}");
+    let resumed: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("resumed ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line:\n{text}"));
+    assert!(resumed >= 100, "{text}");
+    assert!(text.contains(&format!("{} cells computed by this run, {resumed} resumed", 240 - resumed)), "{text}");
+}
