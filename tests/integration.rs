@@ -8,6 +8,7 @@ mod grid;
 mod macros;
 mod panics;
 mod registry;
+mod replay;
 mod s3;
 mod streaming;
 mod w1;

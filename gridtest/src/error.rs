@@ -34,6 +34,18 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A replay did not reproduce the recorded metrics.
+    #[error("replay of sweep {sweep}: {differing} of {cells} cells differ from the record (first: {first})")]
+    ReplayMismatch {
+        /// The sweep.
+        sweep: String,
+        /// Cells compared.
+        cells: usize,
+        /// Cells that differ.
+        differing: usize,
+        /// The first difference.
+        first: String,
+    },
     /// The actor system failed (a bug or an exhausted machine).
     #[error("sweep runtime: {0}")]
     Runtime(String),

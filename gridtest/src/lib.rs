@@ -77,6 +77,7 @@ pub mod params;
 pub mod persist;
 pub mod prelude;
 pub mod progress;
+pub mod replay;
 pub mod run;
 pub mod storage;
 pub mod strategy;

@@ -106,6 +106,16 @@ pub struct RunArgs {
     /// Run no GPU scorers even if GPUs are found.
     #[arg(long, env = "GRIDTEST_NO_GPU")]
     pub no_gpu: bool,
+    /// Re-execute the persisted sweep with this id (under --results) and check that every
+    /// metric is identical to the record, bit for bit.
+    #[arg(long, value_name = "SWEEP_ID")]
+    pub replay: Option<String>,
+    /// With --replay: only this cell, PARAM_SET_ID@SYMBOL.
+    #[arg(long, value_name = "PARAM_SET_ID@SYMBOL", requires = "replay")]
+    pub cell: Option<crate::replay::ReplayScope>,
+    /// With --replay: run even if the data changed since the sweep.
+    #[arg(long, requires = "replay")]
+    pub force: bool,
     /// Cluster settings.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -563,6 +573,33 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         .thread_name("gridtest-rt")
         .build()
         .map_err(runtime_error)?;
+    if let Some(sweep_id) = &args.replay {
+        let root = Location::parse(args.cluster.results.as_deref().unwrap_or("results"))
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
+        let report = runtime.block_on(crate::replay::replay(&root, sweep_id, &scope, args.force))?;
+        for c in &report.changed_files {
+            println!("data changed (forced): {}: {}", c.url, c.change);
+        }
+        println!(
+            "replayed {} cells of sweep {sweep_id}: {} identical, {} different",
+            report.cells,
+            report.identical,
+            report.differences.len()
+        );
+        for (key, before, after) in report.differences.iter().take(10) {
+            println!("  {key}: recorded {before:?}, now {after:?}");
+        }
+        if let Some((key, _, _)) = report.differences.first() {
+            return Err(Error::ReplayMismatch {
+                sweep: sweep_id.clone(),
+                cells: report.cells,
+                differing: report.differences.len(),
+                first: key.to_string(),
+            });
+        }
+        return Ok(None);
+    }
     let results = match config.role {
         Role::Worker => {
             runtime.block_on(crate::cluster::worker::run_worker(&opts, &config))?;

@@ -68,37 +68,7 @@ impl LedgerLog {
                 source,
             })?;
         let dir = sweep_dir.join("ledger");
-        let mut objects: Vec<_> = store
-            .list(Some(&dir))
-            .try_collect()
-            .await
-            .map_err(|source| PersistError::Store {
-                url: root.object_url(&dir),
-                source,
-            })?;
-        objects.sort_by(|a, b| a.location.cmp(&b.location));
-        let mut done = BTreeMap::new();
-        for meta in objects {
-            let url = root.object_url(&meta.location);
-            let store_error = |source| PersistError::Store {
-                url: url.clone(),
-                source,
-            };
-            let got = store.get(&meta.location).await.map_err(store_error)?;
-            let bytes = got.bytes().await.map_err(store_error)?;
-            for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-                if line.is_empty() {
-                    continue;
-                }
-                let rec: LogRecord =
-                    serde_json::from_slice(line).map_err(|e| PersistError::Corrupt {
-                        url: url.clone(),
-                        line: i + 1,
-                        reason: e.to_string(),
-                    })?;
-                done.entry(rec.key).or_insert(rec.outcome);
-            }
-        }
+        let done = read_segments(&*store, root, &dir).await?;
         let run = format!(
             "{}-{}",
             chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f"),
@@ -116,6 +86,19 @@ impl LedgerLog {
             },
             done,
         ))
+    }
+
+    /// Reads the cells recorded for sweep `sweep_id` under `root` (nothing is written).
+    ///
+    /// # Errors
+    /// [`PersistError`] if the store fails or a segment is corrupt.
+    pub async fn read(
+        root: &Location,
+        sweep_id: &str,
+    ) -> Result<BTreeMap<CellKey, CellOutcome>, PersistError> {
+        let (store, root_path) = root.store()?;
+        let dir = root_path.join("sweeps").join(sweep_id).join("ledger");
+        read_segments(&*store, root, &dir).await
     }
 
     /// Buffers a final cell.
@@ -159,4 +142,42 @@ impl LedgerLog {
         self.pending = 0;
         Ok(())
     }
+}
+
+async fn read_segments(
+    store: &dyn ObjectStore,
+    root: &Location,
+    dir: &Path,
+) -> Result<BTreeMap<CellKey, CellOutcome>, PersistError> {
+    let mut objects: Vec<_> = store
+        .list(Some(dir))
+        .try_collect()
+        .await
+        .map_err(|source| PersistError::Store {
+            url: root.object_url(dir),
+            source,
+        })?;
+    objects.sort_by(|a, b| a.location.cmp(&b.location));
+    let mut done = BTreeMap::new();
+    for meta in objects {
+        let url = root.object_url(&meta.location);
+        let store_error = |source| PersistError::Store {
+            url: url.clone(),
+            source,
+        };
+        let got = store.get(&meta.location).await.map_err(store_error)?;
+        let bytes = got.bytes().await.map_err(store_error)?;
+        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let rec: LogRecord = serde_json::from_slice(line).map_err(|e| PersistError::Corrupt {
+                url: url.clone(),
+                line: i + 1,
+                reason: e.to_string(),
+            })?;
+            done.entry(rec.key).or_insert(rec.outcome);
+        }
+    }
+    Ok(done)
 }

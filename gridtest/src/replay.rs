@@ -1,0 +1,259 @@
+//! Exact replay: re-executes a persisted sweep (or one of its cells) from its `spec.json` and
+//! checks that every metric is identical, bit for bit, to what the sweep recorded.
+//!
+//! Before anything runs, the data are checked against the spec's manifest (size and ETag of
+//! every file, and no file added to a shard): a replay on changed data says which files changed
+//! and refuses, unless forced.
+
+use std::collections::BTreeMap;
+
+use object_store::ObjectStoreExt;
+
+use crate::data::{Dataset, FileInfo, ShardReader};
+use crate::error::{Error, Result};
+use crate::params::{ParamSet, ParamSetId};
+use crate::persist::{LedgerLog, SweepSpec};
+use crate::storage::Location;
+use crate::strategy::find_strategy;
+use crate::sweep::{CellKey, CellOutcome};
+
+/// Which cells to replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplayScope {
+    /// Every cell of the sweep.
+    All,
+    /// One cell: a parameter set on the shard of a symbol.
+    Cell {
+        /// The parameter set.
+        param_set: ParamSetId,
+        /// The shard's symbol.
+        symbol: String,
+    },
+}
+
+impl std::str::FromStr for ReplayScope {
+    type Err = String;
+
+    /// `PARAM_SET_ID@SYMBOL`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let (id, symbol) = s
+            .split_once('@')
+            .ok_or_else(|| format!("`{s}`: expected PARAM_SET_ID@SYMBOL"))?;
+        Ok(Self::Cell {
+            param_set: id.parse().map_err(|e| format!("`{id}`: {e}"))?,
+            symbol: symbol.to_owned(),
+        })
+    }
+}
+
+/// A file whose current state differs from the manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestChange {
+    /// The file.
+    pub url: String,
+    /// What changed.
+    pub change: String,
+}
+
+/// What a replay found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayReport {
+    /// Cells recomputed.
+    pub cells: usize,
+    /// Cells identical to the record.
+    pub identical: usize,
+    /// Cells that differ: key, recorded, recomputed.
+    pub differences: Vec<(CellKey, Option<CellOutcome>, CellOutcome)>,
+    /// Data files that changed since the sweep (only when forced).
+    pub changed_files: Vec<ManifestChange>,
+}
+
+/// Bitwise equality of two outcomes (NaN equals NaN; failures compare kind and message).
+#[must_use]
+pub fn identical(a: &CellOutcome, b: &CellOutcome) -> bool {
+    match (a, b) {
+        (Ok(x), Ok(y)) => {
+            let f = |m: &crate::Metrics| {
+                [
+                    m.total_return,
+                    m.max_drawdown,
+                    m.sharpe,
+                    m.sortino,
+                    m.win_rate,
+                    m.profit_factor,
+                    m.exposure,
+                ]
+                .map(f64::to_bits)
+            };
+            (x.n_ticks, x.trades, x.round_trips) == (y.n_ticks, y.trades, y.round_trips)
+                && f(x) == f(y)
+        }
+        (Err(x), Err(y)) => x.kind == y.kind && x.message == y.message,
+        _ => false,
+    }
+}
+
+async fn read_spec(root: &Location, sweep_id: &str) -> Result<SweepSpec> {
+    let (store, path) = root.store().map_err(|e| Error::Runtime(e.to_string()))?;
+    let spec_path = path.join("sweeps").join(sweep_id).join("spec.json");
+    let url = root.object_url(&spec_path);
+    let bytes = async { store.get(&spec_path).await?.bytes().await }
+        .await
+        .map_err(|e| Error::Output {
+            path: url.clone(),
+            reason: format!("cannot read the sweep's spec: {e}"),
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Output {
+        path: url,
+        reason: format!("not a sweep spec: {e}"),
+    })
+}
+
+/// Compares the files a shard has now with the manifest.
+fn manifest_changes(recorded: &[FileInfo], now: &[FileInfo]) -> Vec<ManifestChange> {
+    let before: BTreeMap<&str, &FileInfo> = recorded.iter().map(|f| (f.url.as_str(), f)).collect();
+    let after: BTreeMap<&str, &FileInfo> = now.iter().map(|f| (f.url.as_str(), f)).collect();
+    let mut changes = Vec::new();
+    for (url, old) in &before {
+        match after.get(url) {
+            None => changes.push(ManifestChange {
+                url: (*url).to_owned(),
+                change: "removed".to_owned(),
+            }),
+            Some(new) if new.size != old.size || new.e_tag != old.e_tag => {
+                changes.push(ManifestChange {
+                    url: (*url).to_owned(),
+                    change: format!(
+                        "changed (size {} → {}, etag {} → {})",
+                        old.size,
+                        new.size,
+                        old.e_tag.as_deref().unwrap_or("-"),
+                        new.e_tag.as_deref().unwrap_or("-")
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    for url in after.keys().filter(|u| !before.contains_key(*u)) {
+        changes.push(ManifestChange {
+            url: (*url).to_owned(),
+            change: "added".to_owned(),
+        });
+    }
+    changes
+}
+
+/// Replays sweep `sweep_id` persisted under `root` (see the module docs).
+///
+/// # Errors
+/// [`Error::Output`] if the spec or ledger cannot be read, [`Error::Strategy`] if the strategy is
+/// not in this binary, [`Error::InvalidSweep`] listing the changed files when the data changed
+/// and `force` is off.
+pub async fn replay(
+    root: &Location,
+    sweep_id: &str,
+    scope: &ReplayScope,
+    force: bool,
+) -> Result<ReplayReport> {
+    let spec = read_spec(root, sweep_id).await?;
+    let strategy = *find_strategy(&spec.strategy)?;
+    if strategy.version != spec.strategy_version {
+        tracing::warn!(recorded = %spec.strategy_version, now = strategy.version,
+            "the strategy's version differs from the recorded one");
+    }
+    let dataset = Dataset::try_new(&spec.dataset, spec.kind)?;
+    let reader = ShardReader::try_new(&dataset)?;
+    let shards: Vec<_> = spec
+        .shards
+        .iter()
+        .filter(|s| match scope {
+            ReplayScope::All => true,
+            ReplayScope::Cell { symbol, .. } => s.symbol() == symbol,
+        })
+        .cloned()
+        .collect();
+    if shards.is_empty() {
+        return Err(Error::InvalidSweep {
+            strategy: spec.strategy.clone(),
+            problems: vec![format!("sweep {sweep_id} has no shard for {scope:?}")],
+        });
+    }
+    // The data must be what the sweep read.
+    let mut changes = Vec::new();
+    for shard in &shards {
+        let now: Vec<FileInfo> = reader
+            .list(shard)
+            .await?
+            .into_iter()
+            .map(|(meta, date)| FileInfo {
+                url: dataset.object_url(&meta.location),
+                size: meta.size,
+                e_tag: meta.e_tag,
+                date,
+                rows: 0,
+            })
+            .collect();
+        let recorded: Vec<FileInfo> = spec
+            .manifest
+            .iter()
+            .filter(|f| {
+                f.url.contains(&format!("/symbol={}/", shard.symbol()))
+                    && f.date >= shard.first()
+                    && f.date <= shard.last()
+            })
+            .cloned()
+            .collect();
+        changes.extend(manifest_changes(&recorded, &now));
+    }
+    if !changes.is_empty() && !force {
+        return Err(Error::InvalidSweep {
+            strategy: spec.strategy.clone(),
+            problems: std::iter::once(format!(
+                "the data of sweep {sweep_id} changed since it ran; refusing to replay (force to override):"
+            ))
+            .chain(changes.iter().map(|c| format!("{}: {}", c.url, c.change)))
+            .collect(),
+        });
+    }
+    let recorded = LedgerLog::read(root, sweep_id)
+        .await
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+    let sets: Vec<ParamSet> = match scope {
+        ReplayScope::All => spec.grid.iter().collect(),
+        ReplayScope::Cell { param_set, .. } => {
+            let found: Vec<ParamSet> = spec.grid.iter().filter(|s| s.id() == *param_set).collect();
+            if found.is_empty() {
+                return Err(Error::InvalidSweep {
+                    strategy: spec.strategy.clone(),
+                    problems: vec![format!("sweep {sweep_id} has no parameter set {param_set}")],
+                });
+            }
+            found
+        }
+    };
+    let mut report = ReplayReport {
+        changed_files: changes,
+        ..ReplayReport::default()
+    };
+    for shard in &shards {
+        let data = reader.load(shard).await?;
+        let exec = spec.exec.clone();
+        let sets_for_shard = sets.clone();
+        let outcomes = tokio::task::spawn_blocking(move || (strategy.run)(&data, &sets_for_shard, &exec))
+            .await
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        for (set, outcome) in sets.iter().zip(outcomes) {
+            let key = CellKey {
+                shard: shard.id(),
+                param_set: set.id(),
+            };
+            report.cells += 1;
+            match recorded.get(&key) {
+                Some(before) if identical(before, &outcome) => report.identical += 1,
+                before => report.differences.push((key, before.cloned(), outcome)),
+            }
+        }
+    }
+    Ok(report)
+}
