@@ -46,6 +46,10 @@ pub(crate) fn dataset() -> &'static Path {
 }
 
 /// `results.csv` of the in-process run, the reference every cluster run must equal.
+pub(crate) fn expected_results() -> &'static str {
+    expected()
+}
+
 fn expected() -> &'static str {
     static EXPECTED: OnceLock<String> = OnceLock::new();
     EXPECTED.get_or_init(|| {
@@ -178,9 +182,9 @@ impl Drop for Proc {
 }
 
 /// A head and its workers on 127.0.0.1.
-struct Cluster {
-    dir: tempfile::TempDir,
-    port: u16,
+pub(crate) struct Cluster {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) port: u16,
     head: Option<Proc>,
     workers: Vec<Proc>,
     head_extra: Vec<String>,
@@ -346,6 +350,20 @@ impl Cluster {
         );
         text
     }
+}
+
+/// A head serving submissions (`--serve`) and `workers` workers.
+pub(crate) fn start_serving_cluster(workers: usize) -> (MutexGuard<'static, ()>, Cluster) {
+    let serial = serial();
+    let mut c = Cluster::with_head(&["--serve"]);
+    c.head()
+        .wait_line("the head to serve", Duration::from_secs(60), |l| {
+            l.contains("serving submissions")
+        });
+    for i in 1..=workers {
+        c.start_worker(&format!("w{i}"), COOKIE, &[]);
+    }
+    (serial, c)
 }
 
 /// `node NAME: U units, C cells, …, R units requeued` from the head's summary.

@@ -11,4 +11,5 @@ mod registry;
 mod replay;
 mod s3;
 mod streaming;
+mod submit;
 mod w1;

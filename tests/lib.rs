@@ -399,22 +399,42 @@ pub fn seconds_from_15h(date: &str, n: usize) -> Vec<i64> {
 /// If the test binary's location is unusual or the build fails.
 #[must_use]
 pub fn example_binary(name: &str) -> PathBuf {
+    workspace_binary(
+        &["-p", "gridtest-examples", "--example", name],
+        &format!("examples/{name}"),
+    )
+}
+
+/// The `gridtest` command-line tool (built here if needed).
+///
+/// # Panics
+/// As [`example_binary`].
+#[must_use]
+pub fn gridtest_cli() -> PathBuf {
+    workspace_binary(&["-p", "gridtest", "--bin", "gridtest"], "gridtest")
+}
+
+fn workspace_binary(build_args: &[&str], relative: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/deps/<test> → target/<profile>/examples/<name>
+    // target/<profile>/deps/<test> → target/<profile>/<relative>
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>");
-    let binary = profile_dir.join("examples").join(name);
+    let binary = profile_dir.join(relative);
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = BUILD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !binary.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut build = std::process::Command::new(cargo);
-        build.args(["build", "-p", "gridtest-examples", "--example", name]);
+        build.arg("build").args(build_args);
         if profile_dir.ends_with("release") {
             build.arg("--release");
         }
         let status = build.status().expect("cargo runs");
-        assert!(status.success(), "building example {name} failed");
+        assert!(status.success(), "building {relative} failed");
     }
     binary
 }

@@ -45,7 +45,10 @@ fn nudge_a_price(file: &Path) {
         .build()
         .unwrap();
     let batch = reader.map(Result::unwrap).next().unwrap();
-    let price = batch.column_by_name("price").unwrap().as_primitive::<Float64Type>();
+    let price = batch
+        .column_by_name("price")
+        .unwrap()
+        .as_primitive::<Float64Type>();
     let mut values: Vec<f64> = price.values().to_vec();
     values[100] *= 1.01;
     let mut columns = batch.columns().to_vec();
@@ -53,7 +56,8 @@ fn nudge_a_price(file: &Path) {
     columns[i] = Arc::new(Float64Array::from(values));
     let changed = RecordBatch::try_new(batch.schema(), columns).unwrap();
     assert_eq!(changed.column(i).len(), price.len());
-    let mut w = ArrowWriter::try_new(std::fs::File::create(file).unwrap(), changed.schema(), None).unwrap();
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(file).unwrap(), changed.schema(), None).unwrap();
     w.write(&changed).unwrap();
     w.close().unwrap();
 }
@@ -66,40 +70,85 @@ fn a_sweep_replays_bit_for_bit_and_refuses_changed_data() {
     let results = dir.path().join("results").display().to_string();
     let data_arg = data.display().to_string();
     let out_arg = dir.path().join("out").display().to_string();
-    let first = sweep(&["--data", &data_arg, "--results", &results, "--out", &out_arg]);
+    let first = sweep(&[
+        "--data",
+        &data_arg,
+        "--results",
+        &results,
+        "--out",
+        &out_arg,
+    ]);
     assert!(first.status.success(), "{}", text(&first));
     let sweep_id = text(&first)
         .lines()
-        .find_map(|l| l.strip_prefix("sweep ")?.split(':').next().map(str::to_owned))
+        .find_map(|l| {
+            l.strip_prefix("sweep ")?
+                .split(':')
+                .next()
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| panic!("no sweep id:\n{}", text(&first)));
 
     let all = sweep(&["--replay", &sweep_id, "--results", &results]);
     assert!(all.status.success(), "{}", text(&all));
     assert!(
-        text(&all).contains(&format!("replayed 1910 cells of sweep {sweep_id}: 1910 identical, 0 different")),
+        text(&all).contains(&format!(
+            "replayed 1910 cells of sweep {sweep_id}: 1910 identical, 0 different"
+        )),
         "{}",
         text(&all)
     );
 
     let cell = ParamSet::new([("fast", ParamValue::Int(5)), ("slow", ParamValue::Int(20))]).id();
-    let one = sweep(&["--replay", &sweep_id, "--results", &results, "--cell", &format!("{cell}@S001")]);
-    assert!(text(&one).contains("replayed 1 cells") && text(&one).contains("1 identical, 0 different"), "{}", text(&one));
+    let one = sweep(&[
+        "--replay",
+        &sweep_id,
+        "--results",
+        &results,
+        "--cell",
+        &format!("{cell}@S001"),
+    ]);
+    assert!(
+        text(&one).contains("replayed 1 cells") && text(&one).contains("1 identical, 0 different"),
+        "{}",
+        text(&one)
+    );
 
     let changed = data.join("symbol=S001/date=2024-01-03/part-0.parquet");
     nudge_a_price(&changed);
     let refused = sweep(&["--replay", &sweep_id, "--results", &results]);
     assert!(!refused.status.success());
     let why = text(&refused);
-    assert!(why.contains("changed since it ran; refusing to replay"), "{why}");
-    assert!(why.contains("symbol=S001/date=2024-01-03/part-0.parquet: changed (size"), "{why}");
+    assert!(
+        why.contains("changed since it ran; refusing to replay"),
+        "{why}"
+    );
+    assert!(
+        why.contains("symbol=S001/date=2024-01-03/part-0.parquet: changed (size"),
+        "{why}"
+    );
 
     let forced = sweep(&["--replay", &sweep_id, "--results", &results, "--force"]);
     let report = text(&forced);
-    assert!(!forced.status.success(), "different metrics are an error:\n{report}");
+    assert!(
+        !forced.status.success(),
+        "different metrics are an error:\n{report}"
+    );
     assert!(report.contains("data changed (forced):"), "{report}");
     let identical: usize = report
         .lines()
-        .find_map(|l| l.split(": ").nth(1)?.strip_suffix(" different")?.split(" identical").next()?.parse().ok())
+        .find_map(|l| {
+            l.split(": ")
+                .nth(1)?
+                .strip_suffix(" different")?
+                .split(" identical")
+                .next()?
+                .parse()
+                .ok()
+        })
         .unwrap_or_else(|| panic!("{report}"));
-    assert!((955..1910).contains(&identical), "S000 is unchanged, S001 is not:\n{report}");
+    assert!(
+        (955..1910).contains(&identical),
+        "S000 is unchanged, S001 is not:\n{report}"
+    );
 }

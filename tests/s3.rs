@@ -11,10 +11,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
+use gridtest_tests::{compare_w1, example_binary, read_w1_csv, w1_smoke};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use gridtest_tests::{compare_w1, example_binary, read_w1_csv, w1_smoke};
 
 const BUCKET: &str = "gridtest-test";
 
@@ -24,7 +24,11 @@ struct S3 {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A raw HTTP request (moto accepts unsigned requests for bucket creation).
@@ -32,7 +36,11 @@ fn http(endpoint: &str, method: &str, path: &str) -> Option<String> {
     let addr = endpoint.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").ok()?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
@@ -43,7 +51,10 @@ fn server() -> Option<&'static S3> {
     S3_SERVER
         .get_or_init(|| {
             let s3 = if let Ok(endpoint) = std::env::var("GRIDTEST_TEST_S3_ENDPOINT") {
-                S3 { endpoint, _server: None }
+                S3 {
+                    endpoint,
+                    _server: None,
+                }
             } else {
                 let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
                 let port = free_port();
@@ -61,7 +72,10 @@ fn server() -> Option<&'static S3> {
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                S3 { endpoint, _server: Some(child) }
+                S3 {
+                    endpoint,
+                    _server: Some(child),
+                }
             };
             http(&s3.endpoint, "PUT", &format!("/{BUCKET}"))?;
             Some(s3)
@@ -114,7 +128,8 @@ fn upload(store: &AmazonS3, dir: &Path, prefix: &str) {
             } else {
                 let rel = p.strip_prefix(dir).unwrap().display().to_string();
                 let key = ObjectPath::parse(format!("{prefix}/{rel}")).unwrap();
-                rt.block_on(store.put(&key, PutPayload::from(std::fs::read(&p).unwrap()))).unwrap();
+                rt.block_on(store.put(&key, PutPayload::from(std::fs::read(&p).unwrap())))
+                    .unwrap();
             }
         }
     }
@@ -143,11 +158,20 @@ fn with_aws_env<'a>(cmd: &'a mut Command, endpoint: &str) -> &'a mut Command {
 }
 
 fn unique(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ rand_u64())
+    format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos() ^ rand_u64()
+    )
 }
 
 fn rand_u64() -> u128 {
-    u128::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos())
+    u128::from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos(),
+    )
 }
 
 #[test]
@@ -159,25 +183,48 @@ fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
     upload(&store, &smoke, &format!("{prefix}/smoke"));
     // A corrupt third symbol: never opened when the sweep asks for S000 and S001 only.
     runtime()
-        .block_on(store.put(
-            &ObjectPath::parse(format!("{prefix}/smoke/symbol=S002/date=2024-01-02/part-0.parquet")).unwrap(),
-            PutPayload::from_static(b"not parquet"),
-        ))
+        .block_on(
+            store.put(
+                &ObjectPath::parse(format!(
+                    "{prefix}/smoke/symbol=S002/date=2024-01-02/part-0.parquet"
+                ))
+                .unwrap(),
+                PutPayload::from_static(b"not parquet"),
+            ),
+        )
         .unwrap();
     let out = tempfile::tempdir().unwrap();
     let run = || {
-        with_aws_env(&mut Command::new(example_binary("sma_crossover")), &s3.endpoint)
-            .args(["--data", &format!("s3://{BUCKET}/{prefix}/smoke")])
-            .args(["--results", &format!("s3://{BUCKET}/{prefix}/results")])
-            .args(["--symbols", "S000,S001", "--no-progress", "--threads", "2", "--out"])
-            .arg(out.path())
-            .output()
-            .unwrap()
+        with_aws_env(
+            &mut Command::new(example_binary("sma_crossover")),
+            &s3.endpoint,
+        )
+        .args(["--data", &format!("s3://{BUCKET}/{prefix}/smoke")])
+        .args(["--results", &format!("s3://{BUCKET}/{prefix}/results")])
+        .args([
+            "--symbols",
+            "S000,S001",
+            "--no-progress",
+            "--threads",
+            "2",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap()
     };
     let first = run();
     let stdout = String::from_utf8_lossy(&first.stdout);
-    assert!(first.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&first.stderr));
-    compare_w1(&read_w1_csv(&out.path().join("results.csv")), &read_w1_csv(&reference)).unwrap();
+    assert!(
+        first.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    compare_w1(
+        &read_w1_csv(&out.path().join("results.csv")),
+        &read_w1_csv(&reference),
+    )
+    .unwrap();
 
     let keys = list(&store, &format!("{prefix}/results"));
     let sweep_dir = keys
@@ -186,44 +233,78 @@ fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
         .unwrap_or_else(|| panic!("no spec.json in {keys:?}"))
         .to_owned();
     for file in ["results.parquet", "results.csv", "leaderboard.csv"] {
-        assert!(keys.contains(&format!("{sweep_dir}/{file}")), "{file} missing from {keys:?}");
+        assert!(
+            keys.contains(&format!("{sweep_dir}/{file}")),
+            "{file} missing from {keys:?}"
+        );
     }
-    assert!(keys.iter().any(|k| k.starts_with(&format!("{sweep_dir}/ledger/"))), "{keys:?}");
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with(&format!("{sweep_dir}/ledger/"))),
+        "{keys:?}"
+    );
     let spec: serde_json::Value = serde_json::from_slice(
         &runtime()
-            .block_on(async { store.get(&ObjectPath::parse(format!("{sweep_dir}/spec.json")).unwrap()).await?.bytes().await })
+            .block_on(async {
+                store
+                    .get(&ObjectPath::parse(format!("{sweep_dir}/spec.json")).unwrap())
+                    .await?
+                    .bytes()
+                    .await
+            })
             .unwrap(),
     )
     .unwrap();
     let manifest = spec["manifest"].as_array().unwrap();
     assert_eq!(manifest.len(), 6, "every file read, nothing of S002");
-    assert!(manifest.iter().all(|f| f["e_tag"].as_str().is_some_and(|t| !t.is_empty()) && f["size"].as_u64() > Some(0)));
+    assert!(manifest.iter().all(
+        |f| f["e_tag"].as_str().is_some_and(|t| !t.is_empty()) && f["size"].as_u64() > Some(0)
+    ));
     assert_eq!(spec["strategy"], "sma_crossover");
-    assert!(spec["strategy_crate"].as_str().unwrap().starts_with("gridtest-examples "));
+    assert!(
+        spec["strategy_crate"]
+            .as_str()
+            .unwrap()
+            .starts_with("gridtest-examples ")
+    );
 
     // The same sweep again is recognised: nothing is recomputed.
     let second = run();
-    let text = String::from_utf8_lossy(&second.stdout).to_string() + &String::from_utf8_lossy(&second.stderr);
+    let text = String::from_utf8_lossy(&second.stdout).to_string()
+        + &String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{text}");
     assert!(text.contains("is already complete (1910 cells)"), "{text}");
-    assert!(text.contains(": 0 cells computed by this run, 1910 resumed"), "{text}");
+    assert!(
+        text.contains(": 0 cells computed by this run, 1910 resumed"),
+        "{text}"
+    );
 }
 
 #[test]
 fn an_unreachable_store_fails_clearly_after_bounded_retries() {
     let started = Instant::now();
     let port = free_port();
-    let out = with_aws_env(&mut Command::new(example_binary("sma_crossover")), &format!("http://127.0.0.1:{port}"))
-        .env("GRIDTEST_STORE_RETRIES", "2")
-        .env("GRIDTEST_STORE_RETRY_S", "5")
-        .args(["--data", "s3://nowhere-bucket/ticks", "--no-progress"])
-        .output()
-        .unwrap();
+    let out = with_aws_env(
+        &mut Command::new(example_binary("sma_crossover")),
+        &format!("http://127.0.0.1:{port}"),
+    )
+    .env("GRIDTEST_STORE_RETRIES", "2")
+    .env("GRIDTEST_STORE_RETRY_S", "5")
+    .args(["--data", "s3://nowhere-bucket/ticks", "--no-progress"])
+    .output()
+    .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("cannot access `s3://nowhere-bucket/ticks"), "{stderr}");
+    assert!(
+        stderr.contains("cannot access `s3://nowhere-bucket/ticks"),
+        "{stderr}"
+    );
     assert!(stderr.contains("after 2 retries"), "{stderr}");
-    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -238,7 +319,16 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
             .env("RUST_LOG", "info")
             .args(["--data", &crate::cluster::dataset().display().to_string()])
             .args(["--results", &format!("s3://{BUCKET}/{prefix}/results")])
-            .args(["--threads", "2", "--no-progress", "--progress-ms", "200", "--unit-evals", "40000", "--out"])
+            .args([
+                "--threads",
+                "2",
+                "--no-progress",
+                "--progress-ms",
+                "200",
+                "--unit-evals",
+                "40000",
+                "--out",
+            ])
             .arg(out.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -265,12 +355,19 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
     let _ = first.wait();
     assert!(killed, "the first run never got far enough");
     let second = command().output().unwrap();
-    let text = String::from_utf8_lossy(&second.stdout).to_string() + &String::from_utf8_lossy(&second.stderr);
+    let text = String::from_utf8_lossy(&second.stdout).to_string()
+        + &String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{text}");
     let resumed: usize = text
         .lines()
         .find_map(|l| l.strip_prefix("resumed ")?.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no resume line:\n{text}"));
     assert!(resumed >= 100, "{text}");
-    assert!(text.contains(&format!("{} cells computed by this run, {resumed} resumed", 240 - resumed)), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{} cells computed by this run, {resumed} resumed",
+            240 - resumed
+        )),
+        "{text}"
+    );
 }

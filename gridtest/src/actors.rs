@@ -13,6 +13,7 @@
 //! Actors own their state and talk only by messages; CPU work runs off the async reactor.
 
 mod backend;
+mod coordinator;
 mod node_agent;
 mod scorer;
 mod shard_loader;
@@ -21,6 +22,7 @@ mod supervisor;
 pub use backend::{
     BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend, backend_slots,
 };
+pub use coordinator::{Coordinator, CoordinatorArgs, CoordinatorState};
 pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};
 pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerState};
 pub use shard_loader::{

@@ -35,7 +35,9 @@ pub enum Error {
         reason: String,
     },
     /// A replay did not reproduce the recorded metrics.
-    #[error("replay of sweep {sweep}: {differing} of {cells} cells differ from the record (first: {first})")]
+    #[error(
+        "replay of sweep {sweep}: {differing} of {cells} cells differ from the record (first: {first})"
+    )]
     ReplayMismatch {
         /// The sweep.
         sweep: String,

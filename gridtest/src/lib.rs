@@ -72,6 +72,7 @@ pub mod data;
 pub mod engine;
 mod error;
 pub mod indicators;
+pub mod ingest;
 pub mod metrics;
 pub mod params;
 pub mod persist;
@@ -81,6 +82,7 @@ pub mod replay;
 pub mod run;
 pub mod storage;
 pub mod strategy;
+pub mod submit;
 pub mod sweep;
 
 pub use engine::ExecModel;

@@ -240,9 +240,10 @@ pub async fn replay(
         let data = reader.load(shard).await?;
         let exec = spec.exec.clone();
         let sets_for_shard = sets.clone();
-        let outcomes = tokio::task::spawn_blocking(move || (strategy.run)(&data, &sets_for_shard, &exec))
-            .await
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let outcomes =
+            tokio::task::spawn_blocking(move || (strategy.run)(&data, &sets_for_shard, &exec))
+                .await
+                .map_err(|e| Error::Runtime(e.to_string()))?;
         for (set, outcome) in sets.iter().zip(outcomes) {
             let key = CellKey {
                 shard: shard.id(),

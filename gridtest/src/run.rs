@@ -116,6 +116,10 @@ pub struct RunArgs {
     /// With --replay: run even if the data changed since the sweep.
     #[arg(long, requires = "replay")]
     pub force: bool,
+    /// Head: run no sweep of its own; serve sweeps submitted with `gridtest submit` until
+    /// SIGTERM, one after another, each persisted under --results.
+    #[arg(long)]
+    pub serve: bool,
     /// Cluster settings.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -173,7 +177,7 @@ fn runtime_error(e: impl std::fmt::Display) -> Error {
 }
 
 /// A sweep resolved against its dataset: shards, parameter sets, footers, spec.
-pub(crate) struct Plan {
+pub struct Plan {
     strategy: StrategyEntry,
     grid: Grid,
     exec: ExecModel,
@@ -183,6 +187,22 @@ pub(crate) struct Plan {
     infos: Vec<std::result::Result<ShardInfo, DataError>>,
     spec: SweepSpec,
     started: Instant,
+}
+
+impl Plan {
+    /// The sweep id (hash of the spec).
+    #[must_use]
+    pub fn sweep_id(&self) -> String {
+        self.spec.id()
+    }
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("sweep", &self.spec.id())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Lists the dataset, plans the shards, expands the grid and checks every shard's footers.
@@ -577,7 +597,8 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         let root = Location::parse(args.cluster.results.as_deref().unwrap_or("results"))
             .map_err(|e| Error::Runtime(e.to_string()))?;
         let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
-        let report = runtime.block_on(crate::replay::replay(&root, sweep_id, &scope, args.force))?;
+        let report =
+            runtime.block_on(crate::replay::replay(&root, sweep_id, &scope, args.force))?;
         for c in &report.changed_files {
             println!("data changed (forced): {}: {}", c.url, c.change);
         }
@@ -598,6 +619,16 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
                 first: key.to_string(),
             });
         }
+        return Ok(None);
+    }
+    if args.serve {
+        if config.role != Role::Head {
+            return Err(Error::InvalidSweep {
+                strategy: sweep.strategy().name.to_owned(),
+                problems: vec!["--serve needs --role head".to_owned()],
+            });
+        }
+        runtime.block_on(crate::cluster::head::serve(&opts, &config))?;
         return Ok(None);
     }
     let results = match config.role {

@@ -376,11 +376,19 @@ impl Actor for Supervisor {
             let _ = reply.send(0);
             return Ok(());
         }
+        if let SupervisorMsg::Progress(reply) = msg {
+            let p = state
+                .ledger
+                .as_ref()
+                .map_or((0, 0, 0), |l| (l.recorded(), l.expected(), l.failed()));
+            let _ = reply.send(Wire(p));
+            return Ok(());
+        }
         if state.ledger.is_none() {
             return Ok(()); // finished; stopping
         }
         match msg {
-            SupervisorMsg::Barrier(_) => {}
+            SupervisorMsg::Barrier(_) | SupervisorMsg::Progress(_) => {}
             SupervisorMsg::Lease(Wire(request), reply) => {
                 state.seen(&request.worker.node);
                 if state.first_lease.is_none() && state.wait_for_nodes > 0 {

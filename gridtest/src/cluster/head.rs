@@ -30,40 +30,7 @@ pub async fn run_head(
     config: &ClusterConfig,
 ) -> Result<SweepResults> {
     let runtime = |e: String| Error::Runtime(e);
-    let tls = config
-        .tls
-        .as_ref()
-        .map(Tls::load)
-        .transpose()
-        .map_err(|e| runtime(e.to_string()))?;
-    let mut node = node::start(config).await.map_err(runtime)?;
-    let listen = config.listen.as_deref().unwrap_or("0.0.0.0:7000");
-    let bound = transport::listen(node.server.clone(), listen, tls)
-        .await
-        .map_err(|e| runtime(e.to_string()))?;
-    tracing::info!(node = %config.node_name, listen = %bound, tls = config.tls.is_some(),
-        "head listening");
-    eprintln!("gridtest head listening on {bound}");
-    let events = tokio::spawn(async move {
-        while let Some(event) = node.events.recv().await {
-            match event {
-                NodeEvent::Authenticated { peer } => tracing::info!(node = %peer, "node joined"),
-                NodeEvent::Disconnected {
-                    peer: Some(peer), ..
-                } => {
-                    for sup in local_supervisors() {
-                        let _ = sup.cast(SupervisorMsg::NodeDown(peer.clone()));
-                    }
-                }
-                NodeEvent::Disconnected {
-                    peer: None,
-                    peer_addr,
-                } => tracing::warn!(peer = %peer_addr,
-                    "refused a connection that did not authenticate (wrong cookie?)"),
-                NodeEvent::Opened { .. } => {}
-            }
-        }
-    });
+    let events = start_network(config).await?;
     let planned = plan(sweep).await?;
     let results = match &config.results {
         Some(r) => Some(Location::parse(r).map_err(|e| runtime(e.to_string()))?),
@@ -82,6 +49,83 @@ pub async fn run_head(
     };
     let out = execute(planned, opts, setup).await;
     events.abort();
-    node.server.stop(None);
     out
+}
+
+/// Starts the node server, listens, and forwards session drops to the local supervisors.
+async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle<()>> {
+    let runtime = |e: String| Error::Runtime(e);
+    let tls = config
+        .tls
+        .as_ref()
+        .map(Tls::load)
+        .transpose()
+        .map_err(|e| runtime(e.to_string()))?;
+    let node::Node { server, mut events } = node::start(config).await.map_err(runtime)?;
+    let listen = config.listen.as_deref().unwrap_or("0.0.0.0:7000");
+    let bound = transport::listen(server.clone(), listen, tls)
+        .await
+        .map_err(|e| runtime(e.to_string()))?;
+    tracing::info!(node = %config.node_name, listen = %bound, tls = config.tls.is_some(),
+        "head listening");
+    eprintln!("gridtest head listening on {bound}");
+    Ok(tokio::spawn(async move {
+        let _server = server;
+        while let Some(event) = events.recv().await {
+            match event {
+                NodeEvent::Authenticated { peer } => tracing::info!(node = %peer, "node joined"),
+                NodeEvent::Disconnected {
+                    peer: Some(peer), ..
+                } => {
+                    for sup in local_supervisors() {
+                        let _ = sup.cast(SupervisorMsg::NodeDown(peer.clone()));
+                    }
+                }
+                NodeEvent::Disconnected {
+                    peer: None,
+                    peer_addr,
+                } => tracing::warn!(peer = %peer_addr,
+                    "refused a connection that did not authenticate (wrong cookie?)"),
+                NodeEvent::Opened { .. } => {}
+            }
+        }
+    }))
+}
+
+/// Serves submitted sweeps (`--serve`) until SIGTERM or SIGINT: a coordinator queues them and
+/// runs them one after another on this cluster, persisting each under the results root.
+///
+/// # Errors
+/// [`Error::Runtime`] if the node cannot listen.
+pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
+    let events = start_network(config).await?;
+    let results = Location::parse(config.results.as_deref().unwrap_or("results"))
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+    let (coordinator, task) = ractor::Actor::spawn(
+        None,
+        crate::actors::Coordinator,
+        crate::actors::CoordinatorArgs {
+            node_name: config.node_name.clone(),
+            opts: opts.clone(),
+            results,
+            timing: SupervisorTiming {
+                heartbeat: config.heartbeat,
+                node_timeout: config.node_timeout,
+                progress_every: opts.progress_every,
+            },
+        },
+    )
+    .await
+    .map_err(|e| Error::Runtime(e.to_string()))?;
+    eprintln!("gridtest head serving submissions");
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    coordinator.stop(None);
+    let _ = task.await;
+    events.abort();
+    Ok(())
 }

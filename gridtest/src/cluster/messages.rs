@@ -11,9 +11,14 @@ use serde::{Deserialize, Serialize};
 use super::wire::Wire;
 use crate::data::{Shard, ShardId};
 use crate::engine::ExecModel;
+use crate::metrics::RankMetric;
+use crate::params::Grid;
 use crate::params::ParamSetId;
 use crate::strategy::DataKind;
 use crate::sweep::{CellFailure, CellOutcome, UnitId, WorkUnit, WorkerId};
+
+/// Process group of sweep coordinators (heads serving submissions).
+pub const COORDINATORS: &str = "coordinators";
 
 /// The process group scope of gridtest's actors.
 pub const SCOPE: &str = "gridtest";
@@ -121,6 +126,94 @@ pub enum SupervisorMsg {
     /// draining worker calls it before exiting so that its last reports are not lost).
     #[rpc]
     Barrier(RpcReplyPort<u64>),
+    /// Cells done, total and failed so far.
+    #[rpc]
+    Progress(RpcReplyPort<Wire<(usize, usize, usize)>>),
+}
+
+/// A sweep submitted to a running head: everything but the strategy's code, which every node
+/// has registered under its name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepRequest {
+    /// Registered strategy name.
+    pub strategy: String,
+    /// The grid.
+    pub grid: Grid,
+    /// Dataset root (path as the nodes see it, file:// or s3://).
+    pub data: String,
+    /// Symbols (all when `None`).
+    pub symbols: Option<Vec<String>>,
+    /// First date.
+    pub from: Option<chrono::NaiveDate>,
+    /// Last date.
+    pub to: Option<chrono::NaiveDate>,
+    /// Execution model.
+    pub exec: ExecModel,
+    /// Leaderboard metric.
+    pub rank_by: RankMetric,
+    /// Leaderboard rows to report back.
+    pub top: usize,
+}
+
+/// Where a submitted sweep stands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum SweepState {
+    /// Waiting behind `ahead` sweeps.
+    Queued {
+        /// Sweeps before it.
+        ahead: usize,
+    },
+    /// Running.
+    Running {
+        /// Cells final.
+        done: usize,
+        /// Cells in all.
+        total: usize,
+        /// Cells failed.
+        failed: usize,
+    },
+    /// Complete and persisted.
+    Done {
+        /// Cells.
+        cells: usize,
+        /// Failed cells.
+        failed: usize,
+        /// Where it is persisted.
+        persisted_at: String,
+        /// The top of the leaderboard, as printed by the head.
+        leaderboard: String,
+    },
+    /// Could not run.
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// The answer to a submission.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Submitted {
+    /// The sweep id (hash of its spec).
+    pub sweep_id: String,
+    /// Where it stands (a sweep already known keeps its state: it is not run twice).
+    pub state: SweepState,
+}
+
+/// Messages of a head's sweep coordinator (`--serve`).
+#[derive(RactorClusterMessage)]
+pub enum CoordinatorMsg {
+    /// Queue a sweep; `Err` says why it cannot run.
+    #[rpc]
+    Submit(
+        Wire<SweepRequest>,
+        RpcReplyPort<Wire<Result<Submitted, String>>>,
+    ),
+    /// Where a sweep stands (`None`: unknown id).
+    #[rpc]
+    Status(String, RpcReplyPort<Wire<Option<SweepState>>>),
+    /// A sweep ended (local).
+    Finished(String, Wire<SweepState>),
 }
 
 /// Messages of a node agent (one per node).

@@ -171,11 +171,12 @@ async fn read_segments(
             if line.is_empty() {
                 continue;
             }
-            let rec: LogRecord = serde_json::from_slice(line).map_err(|e| PersistError::Corrupt {
-                url: url.clone(),
-                line: i + 1,
-                reason: e.to_string(),
-            })?;
+            let rec: LogRecord =
+                serde_json::from_slice(line).map_err(|e| PersistError::Corrupt {
+                    url: url.clone(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                })?;
             done.entry(rec.key).or_insert(rec.outcome);
         }
     }

@@ -16,11 +16,11 @@ use datafusion::parquet::file::properties::WriterProperties;
 use object_store::{ObjectStoreExt, PutPayload};
 
 use super::SweepResults;
-use crate::storage::Location;
 use super::leaderboard::Leaderboard;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::params::{ParamKind, ParamValue};
+use crate::storage::Location;
 
 /// Metric columns, in output order.
 pub const METRIC_COLUMNS: [&str; 10] = [
@@ -63,7 +63,10 @@ fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
 ///
 /// # Errors
 /// [`Error::Output`] if a file cannot be rendered (a bug).
-pub fn render(results: &SweepResults, leaderboard: &Leaderboard) -> Result<Vec<(&'static str, Vec<u8>)>> {
+pub fn render(
+    results: &SweepResults,
+    leaderboard: &Leaderboard,
+) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let render_error = |name: &str, e: &dyn std::fmt::Display| Error::Output {
         path: name.to_owned(),
         reason: e.to_string(),

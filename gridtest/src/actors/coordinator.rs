@@ -1,0 +1,207 @@
+//! `Coordinator`: a head serving submissions (`--serve`). Sweeps submitted from any client node
+//! are planned (so that their id, the hash of their spec, is known), queued, and run one after
+//! another with this head's supervisor; every sweep is persisted under the results root. A sweep
+//! submitted again while known is not run twice: its current state is returned.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use super::SupervisorTiming;
+use crate::cluster::messages::{
+    COORDINATORS, CoordinatorMsg, SCOPE, SUPERVISORS, Submitted, SupervisorMsg, SweepRequest,
+    SweepState,
+};
+use crate::cluster::wire::Wire;
+use crate::run::{NodeSetup, Plan, RunOptions, execute, plan};
+use crate::storage::Location;
+use crate::sweep::Sweep;
+
+/// Arguments of the [`Coordinator`].
+pub struct CoordinatorArgs {
+    /// This node's name.
+    pub node_name: String,
+    /// How sweeps run here.
+    pub opts: RunOptions,
+    /// Where every sweep is persisted.
+    pub results: Location,
+    /// Supervisor timing.
+    pub timing: SupervisorTiming,
+}
+
+/// State of the [`Coordinator`].
+pub struct CoordinatorState {
+    args: CoordinatorArgs,
+    queue: VecDeque<(String, Plan, SweepRequest)>,
+    running: Option<String>,
+    states: HashMap<String, SweepState>,
+}
+
+/// The coordinator actor.
+#[derive(Debug, Default)]
+pub struct Coordinator;
+
+fn build(request: &SweepRequest) -> crate::Result<Sweep> {
+    let mut sweep = Sweep::named(&request.strategy)?
+        .grid(request.grid.clone())
+        .data(request.data.clone())
+        .dates(request.from, request.to)
+        .exec(request.exec.clone());
+    if let Some(symbols) = &request.symbols {
+        sweep = sweep.symbols(symbols.clone());
+    }
+    Ok(sweep)
+}
+
+impl Coordinator {
+    fn start_next(myself: &ActorRef<CoordinatorMsg>, state: &mut CoordinatorState) {
+        if state.running.is_some() {
+            return;
+        }
+        let Some((id, planned, request)) = state.queue.pop_front() else {
+            return;
+        };
+        for (i, (queued, _, _)) in state.queue.iter().enumerate() {
+            state
+                .states
+                .insert(queued.clone(), SweepState::Queued { ahead: i + 1 });
+        }
+        state.running = Some(id.clone());
+        state.states.insert(
+            id.clone(),
+            SweepState::Running {
+                done: 0,
+                total: 0,
+                failed: 0,
+            },
+        );
+        let setup = NodeSetup {
+            node_name: state.args.node_name.clone(),
+            cluster: true,
+            scorers: state.args.opts.threads,
+            results: Some(state.args.results.clone()),
+            timing: state.args.timing,
+        };
+        let opts = crate::run::RunOptions {
+            rank_by: request.rank_by,
+            ..state.args.opts.clone()
+        };
+        let persisted_at = state.args.results.join(&format!("sweeps/{id}")).to_string();
+        let me = myself.clone();
+        tracing::info!(sweep = %id, strategy = %request.strategy, "running a submitted sweep");
+        tokio::spawn(async move {
+            let ended = match execute(planned, &opts, setup).await {
+                Ok(results) => SweepState::Done {
+                    cells: results.cells().len(),
+                    failed: results.failures().count(),
+                    persisted_at,
+                    leaderboard: results
+                        .leaderboard(request.rank_by)
+                        .table(request.top)
+                        .to_string(),
+                },
+                Err(e) => SweepState::Failed {
+                    error: e.to_string(),
+                },
+            };
+            let _ = me.cast(CoordinatorMsg::Finished(id, Wire(ended)));
+        });
+    }
+}
+
+impl Actor for Coordinator {
+    type Msg = CoordinatorMsg;
+    type State = CoordinatorState;
+    type Arguments = CoordinatorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: CoordinatorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        ractor::pg::join_scoped(
+            SCOPE.to_owned(),
+            COORDINATORS.to_owned(),
+            vec![myself.get_cell()],
+        );
+        Ok(CoordinatorState {
+            args,
+            queue: VecDeque::new(),
+            running: None,
+            states: HashMap::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            CoordinatorMsg::Submit(Wire(request), reply) => {
+                let planned = match build(&request) {
+                    Ok(sweep) => plan(&sweep).await,
+                    Err(e) => Err(e),
+                };
+                let answer = match planned {
+                    Err(e) => Err(e.to_string()),
+                    Ok(planned) => {
+                        let id = planned.sweep_id();
+                        if let Some(known) = state.states.get(&id) {
+                            Ok(Submitted {
+                                sweep_id: id,
+                                state: known.clone(),
+                            })
+                        } else {
+                            let ahead = state.queue.len() + usize::from(state.running.is_some());
+                            let queued = SweepState::Queued { ahead };
+                            state.states.insert(id.clone(), queued.clone());
+                            state.queue.push_back((id.clone(), planned, request));
+                            tracing::info!(sweep = %id, ahead, "sweep submitted");
+                            Ok(Submitted {
+                                sweep_id: id,
+                                state: queued,
+                            })
+                        }
+                    }
+                };
+                let _ = reply.send(Wire(answer));
+                Self::start_next(&myself, state);
+            }
+            CoordinatorMsg::Status(id, reply) => {
+                let mut current = state.states.get(&id).cloned();
+                if state.running.as_deref() == Some(id.as_str()) {
+                    let supervisor = ractor::pg::get_scoped_local_members(
+                        &SCOPE.to_owned(),
+                        &SUPERVISORS.to_owned(),
+                    )
+                    .into_iter()
+                    .next()
+                    .map(ActorRef::<SupervisorMsg>::from);
+                    if let Some(sup) = supervisor
+                        && let Ok(CallResult::Success(Wire((done, total, failed)))) = sup
+                            .call(SupervisorMsg::Progress, Some(Duration::from_secs(2)))
+                            .await
+                    {
+                        current = Some(SweepState::Running {
+                            done,
+                            total,
+                            failed,
+                        });
+                    }
+                }
+                let _ = reply.send(Wire(current));
+            }
+            CoordinatorMsg::Finished(id, Wire(ended)) => {
+                tracing::info!(sweep = %id, state = ?std::mem::discriminant(&ended), "submitted sweep ended");
+                state.states.insert(id, ended);
+                state.running = None;
+                Self::start_next(&myself, state);
+            }
+        }
+        Ok(())
+    }
+}
