@@ -5,6 +5,7 @@ mod data_errors;
 mod engine;
 mod gpu;
 mod grid;
+mod ingest;
 mod macros;
 mod panics;
 mod registry;
