@@ -371,3 +371,55 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
         "{text}"
     );
 }
+
+/// A second server that enforces authentication (moto with `INITIAL_NO_AUTH_ACTION_COUNT=0`).
+fn auth_server() -> Option<&'static str> {
+    static AUTH: OnceLock<Option<(String, Option<Child>)>> = OnceLock::new();
+    AUTH.get_or_init(|| {
+        if let Ok(endpoint) = std::env::var("GRIDTEST_TEST_S3_AUTH_ENDPOINT") {
+            return Some((endpoint, None));
+        }
+        let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
+        let port = free_port();
+        let child = Command::new(&moto)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("INITIAL_NO_AUTH_ACTION_COUNT", "0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http(&endpoint, "GET", "/").is_none() {
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some((endpoint, Some(child)))
+    })
+    .as_ref()
+    .map(|(e, _)| e.as_str())
+}
+
+#[test]
+fn refused_credentials_fail_clearly() {
+    let Some(endpoint) = auth_server() else {
+        eprintln!(
+            "SKIPPED refused_credentials_fail_clearly: no authenticating S3 server (set GRIDTEST_TEST_S3_AUTH_ENDPOINT or install moto)"
+        );
+        return;
+    };
+    let out = with_aws_env(&mut Command::new(example_binary("sma_crossover")), endpoint)
+        .env("AWS_ACCESS_KEY_ID", "not-a-key")
+        .args(["--data", "s3://gridtest-test/ticks", "--no-progress"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("cannot access `s3://gridtest-test/ticks"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("403 Forbidden"), "{stderr}");
+}
