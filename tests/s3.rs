@@ -46,35 +46,45 @@ fn http(endpoint: &str, method: &str, path: &str) -> Option<String> {
     Some(out)
 }
 
+/// Starts a moto server on a free port (enforcing credentials when `auth`), waits for it.
+fn start_moto(auth: bool) -> Option<(String, Child)> {
+    let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
+    let port = free_port();
+    let mut command = Command::new(&moto);
+    command
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if auth {
+        command.env("INITIAL_NO_AUTH_ACTION_COUNT", "0");
+    }
+    let child = command.spawn().ok()?;
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http(&endpoint, "GET", "/").is_none() {
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some((endpoint, child))
+}
+
 fn server() -> Option<&'static S3> {
     static S3_SERVER: OnceLock<Option<S3>> = OnceLock::new();
     S3_SERVER
         .get_or_init(|| {
-            let s3 = if let Ok(endpoint) = std::env::var("GRIDTEST_TEST_S3_ENDPOINT") {
-                S3 {
+            let s3 = match std::env::var("GRIDTEST_TEST_S3_ENDPOINT") {
+                Ok(endpoint) => S3 {
                     endpoint,
                     _server: None,
-                }
-            } else {
-                let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
-                let port = free_port();
-                let child = Command::new(&moto)
-                    .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .ok()?;
-                let endpoint = format!("http://127.0.0.1:{port}");
-                let deadline = Instant::now() + Duration::from_secs(30);
-                while http(&endpoint, "GET", "/").is_none() {
-                    if Instant::now() > deadline {
-                        return None;
+                },
+                Err(_) => {
+                    let (endpoint, child) = start_moto(false)?;
+                    S3 {
+                        endpoint,
+                        _server: Some(child),
                     }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                S3 {
-                    endpoint,
-                    _server: Some(child),
                 }
             };
             http(&s3.endpoint, "PUT", &format!("/{BUCKET}"))?;
@@ -375,28 +385,9 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
 /// A second server that enforces authentication (moto with `INITIAL_NO_AUTH_ACTION_COUNT=0`).
 fn auth_server() -> Option<&'static str> {
     static AUTH: OnceLock<Option<(String, Option<Child>)>> = OnceLock::new();
-    AUTH.get_or_init(|| {
-        if let Ok(endpoint) = std::env::var("GRIDTEST_TEST_S3_AUTH_ENDPOINT") {
-            return Some((endpoint, None));
-        }
-        let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
-        let port = free_port();
-        let child = Command::new(&moto)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .env("INITIAL_NO_AUTH_ACTION_COUNT", "0")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let endpoint = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while http(&endpoint, "GET", "/").is_none() {
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Some((endpoint, Some(child)))
+    AUTH.get_or_init(|| match std::env::var("GRIDTEST_TEST_S3_AUTH_ENDPOINT") {
+        Ok(endpoint) => Some((endpoint, None)),
+        Err(_) => start_moto(true).map(|(e, c)| (e, Some(c))),
     })
     .as_ref()
     .map(|(e, _)| e.as_str())
