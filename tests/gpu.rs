@@ -181,8 +181,18 @@ fn gpu_detection_never_panics_and_says_why_there_is_none() {
         Err(why) => {
             eprintln!("SKIPPED GPU kernel tests: {why}");
             assert!(described.starts_with("no GPU: "), "{described}");
+            // No NVML either: no telemetry, and no panic.
+            assert!(gridtest_cuda::telemetry::sample(0).is_none());
         }
     }
+    let reading = gridtest_cuda::telemetry::GpuTelemetry {
+        ordinal: 1,
+        sm_clock_mhz: 1410,
+        max_sm_clock_mhz: 1980,
+        temperature_c: 83,
+        throttled: true,
+    };
+    assert_eq!(reading.to_string(), "gpu1 1410/1980 MHz 83°C THROTTLED");
 }
 
 /// On a machine with a GPU: the kernel itself, against the CPU engine, every cell.

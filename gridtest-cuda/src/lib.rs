@@ -26,5 +26,6 @@ pub mod device;
 pub mod provider;
 pub mod runner;
 pub mod source;
+pub mod telemetry;
 
 pub use device::{GpuInfo, NoGpu, detect};

@@ -35,6 +35,15 @@ impl UnitBackend for GpuSlot {
         (strategy.gpu)().is_some()
     }
 
+    fn telemetry(&self) -> Option<String> {
+        // One reading per device, from its first slot.
+        if self.index != 0 {
+            return None;
+        }
+        let ordinal = u32::try_from(self.device.info.ordinal).ok()?;
+        crate::telemetry::sample(ordinal).map(|t| t.to_string())
+    }
+
     fn run(
         &self,
         strategy: &StrategyEntry,

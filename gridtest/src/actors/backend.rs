@@ -22,6 +22,12 @@ pub trait UnitBackend: Send + Sync + 'static {
     /// Whether this backend can run the strategy.
     fn supports(&self, strategy: &StrategyEntry) -> bool;
 
+    /// A short reading of the device (clock, temperature, throttling), shown in the head's
+    /// progress view; `None` when there is nothing to show.
+    fn telemetry(&self) -> Option<String> {
+        None
+    }
+
     /// Runs a chunk of parameter sets over a loaded shard (called on a blocking thread); one
     /// outcome per set, in order.
     ///

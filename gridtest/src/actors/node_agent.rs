@@ -147,6 +147,12 @@ impl Actor for NodeAgent {
                     units: state.units,
                     evaluations: state.evaluations,
                     backends: state.args.backends.iter().map(|b| b.slot()).collect(),
+                    telemetry: state
+                        .args
+                        .backends
+                        .iter()
+                        .filter_map(|b| b.telemetry())
+                        .collect(),
                 }));
             }
             NodeAgentMsg::UnitDone(evaluations) => {

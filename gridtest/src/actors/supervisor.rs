@@ -65,6 +65,8 @@ struct NodeState {
     last_seen: Instant,
     alive: bool,
     draining: bool,
+    /// Latest device readings (GPU nodes).
+    telemetry: Vec<String>,
 }
 
 /// What the supervisor hands back when every cell is final.
@@ -152,6 +154,7 @@ impl SupervisorState {
                 last_seen: Instant::now(),
                 alive: true,
                 draining: false,
+                telemetry: Vec::new(),
             })
     }
 
@@ -226,10 +229,15 @@ impl SupervisorState {
             .iter()
             .map(|(name, n)| {
                 format!(
-                    "{name}:{:.0}cells/s{}{}",
+                    "{name}:{:.0}cells/s{}{}{}",
                     n.stats.cells as f64 / elapsed.max(1e-9),
                     if n.alive { "" } else { "(lost)" },
-                    if n.stats.slow { "(slow)" } else { "" }
+                    if n.stats.slow { "(slow)" } else { "" },
+                    if n.telemetry.is_empty() {
+                        String::new()
+                    } else {
+                        format!("[{}]", n.telemetry.join(", "))
+                    }
                 )
             })
             .collect();
@@ -478,6 +486,15 @@ impl Actor for Supervisor {
                 state.seen(&status.node);
                 let n = state.node(&status.node);
                 n.draining = status.draining;
+                let newly_throttled = status
+                    .telemetry
+                    .iter()
+                    .any(|t| t.contains("THROTTLED") && !n.telemetry.contains(t));
+                n.telemetry = status.telemetry;
+                if newly_throttled {
+                    tracing::warn!(node = %status.node, telemetry = ?n.telemetry,
+                        "a GPU reports thermal or power throttling");
+                }
             }
             SupervisorMsg::Tick => {
                 Self::ping_agents(&myself, state.timing.heartbeat);

@@ -102,6 +102,9 @@ pub struct NodeStatus {
     /// Backend slots it runs besides its CPU scorers (GPU scorers).
     #[serde(default)]
     pub backends: Vec<String>,
+    /// Device readings of its backends (GPU clock, temperature, throttling).
+    #[serde(default)]
+    pub telemetry: Vec<String>,
 }
 
 /// Messages of a sweep supervisor (reachable from every node).
