@@ -414,3 +414,74 @@ fn refused_credentials_fail_clearly() {
     );
     assert!(stderr.contains("403 Forbidden"), "{stderr}");
 }
+
+#[test]
+fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
+    let Some((endpoint, mut moto)) = start_moto(false) else {
+        eprintln!(
+            "SKIPPED a_results_store_lost_mid_sweep_costs_no_computed_cell: moto is not installed"
+        );
+        return;
+    };
+    http(&endpoint, "PUT", &format!("/{BUCKET}")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut sweep = with_aws_env(&mut Command::new(crate::cluster::BIN), &endpoint)
+        .env("GRIDTEST_TEST_SPIN", "4000")
+        .env("RUST_LOG", "info")
+        .env("GRIDTEST_STORE_RETRIES", "1")
+        .env("GRIDTEST_STORE_RETRY_S", "2")
+        .args(["--data", &crate::cluster::dataset().display().to_string()])
+        .args(["--results", &format!("s3://{BUCKET}/lost/results")])
+        .args([
+            "--threads",
+            "2",
+            "--no-progress",
+            "--progress-ms",
+            "200",
+            "--unit-evals",
+            "40000",
+            "--out",
+        ])
+        .arg(out.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = sweep.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut killed = false;
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            let done: usize = line
+                .split("progress done=")
+                .nth(1)
+                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+                .unwrap_or(0);
+            if done >= 60 && !killed {
+                let _ = moto.kill(); // the store goes away mid-sweep
+                let _ = moto.wait();
+                killed = true;
+            }
+            lines.push(line);
+        }
+        (killed, lines.join("\n"))
+    });
+    let status = sweep.wait().unwrap();
+    let mut stdout = String::new();
+    sweep
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let (killed, log) = reader.join().unwrap();
+    assert!(killed, "the store was never taken away:\n{log}");
+    assert!(status.success(), "{stdout}\n{log}");
+    assert!(stdout.contains("240 cells (0 failed)"), "{stdout}");
+    assert!(log.contains("could not persist sweep"), "{log}");
+    let local = std::fs::read_to_string(out.path().join("results.csv")).unwrap();
+    assert!(
+        local == crate::cluster::expected_results(),
+        "every computed cell is in the local output"
+    );
+}

@@ -469,9 +469,18 @@ pub(crate) async fn execute(
     )
     .with_run_info(sweep_id.clone(), outcome.computed, outcome.nodes);
     if let Some(root) = &setup.results {
+        // A results store that fails now must not cost the computed cells: they are returned
+        // (and written to the local output) whatever happens here.
         let dir = root.join(&format!("sweeps/{sweep_id}"));
-        output::write_to_store(&results, &results.leaderboard(opts.rank_by), &dir).await?;
-        tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted");
+        match output::write_to_store(&results, &results.leaderboard(opts.rank_by), &dir).await {
+            Ok(()) => tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted"),
+            Err(e) => {
+                tracing::error!(sweep = %sweep_id, error = %e, "could not persist the sweep");
+                eprintln!(
+                    "could not persist sweep {sweep_id} to {dir}: {e}; every cell is in the local output"
+                );
+            }
+        }
     }
     Ok(results)
 }
