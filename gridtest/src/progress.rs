@@ -47,8 +47,8 @@ impl Progress {
         }
     }
 
-    /// Cells recorded so far, of which failed; `new` were just added.
-    pub fn set(&mut self, done: usize, failed: usize, _new: usize) {
+    /// Cells recorded so far, of which failed.
+    pub fn set(&mut self, done: usize, failed: usize) {
         self.done = done;
         self.failed = failed;
         if let Some(bar) = &self.bar {

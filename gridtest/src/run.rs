@@ -117,7 +117,7 @@ pub struct RunArgs {
     #[arg(long, requires = "replay")]
     pub force: bool,
     /// Head: run no sweep of its own; serve sweeps submitted with `gridtest submit` until
-    /// SIGTERM, one after another, each persisted under --results.
+    /// SIGTERM, one after another, each persisted under --results (ignored by workers).
     #[arg(long)]
     pub serve: bool,
     /// Cluster settings.
@@ -630,15 +630,22 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         }
         return Ok(None);
     }
+    // `--serve` makes a head serve submissions; workers ignore it, so that every ordinal of a
+    // StatefulSet can share one command line.
     if args.serve {
-        if config.role != Role::Head {
-            return Err(Error::InvalidSweep {
-                strategy: sweep.strategy().name.to_owned(),
-                problems: vec!["--serve needs --role head".to_owned()],
-            });
+        match config.role {
+            Role::Head => {
+                runtime.block_on(crate::cluster::head::serve(&opts, &config))?;
+                return Ok(None);
+            }
+            Role::Worker => {}
+            Role::Local => {
+                return Err(Error::InvalidSweep {
+                    strategy: sweep.strategy().name.to_owned(),
+                    problems: vec!["--serve needs the head role (--role head)".to_owned()],
+                });
+            }
         }
-        runtime.block_on(crate::cluster::head::serve(&opts, &config))?;
-        return Ok(None);
     }
     let results = match config.role {
         Role::Worker => {

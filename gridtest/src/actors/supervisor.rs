@@ -464,7 +464,7 @@ impl Actor for Supervisor {
                 node.stats.cells += new as u64;
                 node.stats.evaluations += evaluations;
                 node.stats.busy += Duration::from_millis(busy_ms);
-                state.progress.set(recorded, failed, new);
+                state.progress.set(recorded, failed);
                 Self::finish_if_done(&myself, state).await;
             }
             SupervisorMsg::Release(Wire(worker)) => {
