@@ -2,6 +2,7 @@
 
 mod cluster;
 mod data_errors;
+mod deploy;
 mod engine;
 mod gpu;
 mod grid;
