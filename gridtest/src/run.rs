@@ -467,7 +467,12 @@ pub(crate) async fn execute(
         outcome.ledger.into_cells(),
         timings,
     )
-    .with_run_info(sweep_id.clone(), outcome.computed, outcome.nodes);
+    .with_run_info(
+        sweep_id.clone(),
+        outcome.computed,
+        outcome.nodes,
+        outcome.gpu_slots,
+    );
     if let Some(root) = &setup.results {
         // A results store that fails now must not cost the computed cells: they are returned
         // (and written to the local output) whatever happens here.
@@ -697,6 +702,14 @@ fn report(results: SweepResults, args: &RunArgs) -> Result<SweepReport> {
                 s.speed(),
                 s.requeued,
                 if s.slow { ", SLOW" } else { "" }
+            );
+        }
+        for (slot, s) in &info.gpu_slots {
+            println!(
+                "  GPU scorer {slot}: {} units, {} cells, {:.3e} evaluations/s",
+                s.units,
+                s.cells,
+                s.speed()
             );
         }
     }

@@ -253,6 +253,8 @@ pub struct RunInfo {
     pub computed: usize,
     /// Per node.
     pub nodes: BTreeMap<String, crate::actors::NodeStats>,
+    /// Per GPU scorer (`node/gpuD-K`).
+    pub gpu_slots: BTreeMap<String, crate::actors::NodeStats>,
 }
 
 impl SweepResults {
@@ -281,11 +283,13 @@ impl SweepResults {
         sweep_id: String,
         computed: usize,
         nodes: BTreeMap<String, crate::actors::NodeStats>,
+        gpu_slots: BTreeMap<String, crate::actors::NodeStats>,
     ) -> Self {
         self.run_info = Some(RunInfo {
             sweep_id,
             computed,
             nodes,
+            gpu_slots,
         });
         self
     }

@@ -80,6 +80,8 @@ pub struct SupervisorOutcome {
     pub computed: usize,
     /// Per node.
     pub nodes: BTreeMap<String, NodeStats>,
+    /// Per GPU scorer (`node/gpuD-K`).
+    pub gpu_slots: BTreeMap<String, NodeStats>,
 }
 
 /// Timing settings of a supervisor.
@@ -133,6 +135,8 @@ pub struct SupervisorState {
     timing: SupervisorTiming,
     done: Option<oneshot::Sender<SupervisorOutcome>>,
     nodes: BTreeMap<String, NodeState>,
+    /// Per GPU scorer (`node/gpuD-K`).
+    gpu_slots: BTreeMap<String, NodeStats>,
     /// Agent actor id (as shown by this node) → node name.
     agents: HashMap<String, String>,
     first_lease: Option<Instant>,
@@ -242,6 +246,11 @@ impl SupervisorState {
             })
             .collect();
         let stats = ledger.stats();
+        let gpus: Vec<String> = self
+            .gpu_slots
+            .iter()
+            .map(|(slot, s)| format!("{slot}:{:.3e}evals/s", s.speed()))
+            .collect();
         tracing::info!(
             done = ledger.recorded(),
             total = ledger.expected(),
@@ -250,6 +259,7 @@ impl SupervisorState {
             speculative = stats.speculative,
             duplicates = stats.duplicate_cells,
             nodes = nodes.join(" "),
+            gpu_scorers = gpus.join(" "),
             "progress"
         );
     }
@@ -282,6 +292,7 @@ impl Supervisor {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.stats.clone()))
                     .collect(),
+                gpu_slots: std::mem::take(&mut state.gpu_slots),
             };
             let _ = done.send(outcome);
         }
@@ -339,6 +350,7 @@ impl Actor for Supervisor {
             timing: args.timing,
             done: Some(args.done),
             nodes: BTreeMap::new(),
+            gpu_slots: BTreeMap::new(),
             agents: HashMap::new(),
             first_lease: None,
             computed: 0,
@@ -464,6 +476,13 @@ impl Actor for Supervisor {
                 node.stats.cells += new as u64;
                 node.stats.evaluations += evaluations;
                 node.stats.busy += Duration::from_millis(busy_ms);
+                if worker.slot.starts_with("gpu") {
+                    let slot = state.gpu_slots.entry(worker.to_string()).or_default();
+                    slot.units += 1;
+                    slot.cells += new as u64;
+                    slot.evaluations += evaluations;
+                    slot.busy += Duration::from_millis(busy_ms);
+                }
                 state.progress.set(recorded, failed);
                 Self::finish_if_done(&myself, state).await;
             }
