@@ -16,7 +16,7 @@
 //! | [`ParamSet`] | named parameter values with a stable [`ParamSetId`] (hash of the canonical encoding) |
 //! | [`Grid`] | axes and constraints, expanded lazily, exact size known up front |
 //! | [`WorkUnit`](sweep::WorkUnit) | a shard and a chunk of parameter sets: the unit of scheduling |
-//! | [`CellKey`](sweep::CellKey) | (parameter set, shard): results are keyed by it, never by position |
+//! | [`CellKey`] | (parameter set, shard): results are keyed by it, never by position |
 //! | [`Ledger`](sweep::Ledger) | the state of every unit and cell of a sweep |
 //!
 //! # Actors
@@ -104,7 +104,7 @@ pub use sweep::{CellFailure, CellKey, CellOutcome, Leaderboard, Sweep, SweepResu
 /// Prints the leaderboard and writes the output folder; `None` for a worker.
 ///
 /// # Errors
-/// See [`run`].
+/// See [`run()`].
 pub fn main(sweep: Sweep) -> Result<Option<SweepReport>> {
     use clap::Parser;
     #[derive(Parser)]
