@@ -46,23 +46,30 @@ fn http(endpoint: &str, method: &str, path: &str) -> Option<String> {
     Some(out)
 }
 
-/// Starts a moto server on a free port (enforcing credentials when `auth`), waits for it.
+/// Starts a moto server on a free port (enforcing credentials when `auth`), waits for it. The
+/// server is watched by a shell that stops it when this test process is gone (statics holding it
+/// are never dropped).
 fn start_moto(auth: bool) -> Option<(String, Child)> {
     let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
     let port = free_port();
-    let mut command = Command::new(&moto);
+    let script = format!(
+        "{moto} -H 127.0.0.1 -p {port} >/dev/null 2>&1 & m=$!; \
+         while kill -0 {parent} 2>/dev/null && kill -0 $m 2>/dev/null; do sleep 1; done; kill $m 2>/dev/null",
+        parent = std::process::id()
+    );
+    let mut command = Command::new("sh");
     command
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     if auth {
         command.env("INITIAL_NO_AUTH_ACTION_COUNT", "0");
     }
-    let child = command.spawn().ok()?;
+    let mut child = command.spawn().ok()?;
     let endpoint = format!("http://127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(30);
     while http(&endpoint, "GET", "/").is_none() {
-        if Instant::now() > deadline {
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
             return None;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -424,6 +431,7 @@ fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
         return;
     };
     http(&endpoint, "PUT", &format!("/{BUCKET}")).unwrap();
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut sweep = with_aws_env(&mut Command::new(crate::cluster::BIN), &endpoint)
         .env("GRIDTEST_TEST_SPIN", "4000")
@@ -458,7 +466,11 @@ fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
                 .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
                 .unwrap_or(0);
             if done >= 60 && !killed {
-                let _ = moto.kill(); // the store goes away mid-sweep
+                // The store goes away mid-sweep: stop the server itself, then its watcher.
+                let _ = Command::new("pkill")
+                    .args(["-f", &format!(r"127\.0\.0\.1 -p {port}$")])
+                    .status();
+                let _ = moto.kill();
                 let _ = moto.wait();
                 killed = true;
             }
