@@ -218,3 +218,29 @@ fn gpu_kernels_equal_the_cpu_engine() {
         assert_eq!(gpu, cpu, "GPU and CPU differ on {symbol}");
     }
 }
+
+/// The generated kernels compile with NVRTC, with the options the runner uses. NVRTC is a
+/// compiler library that needs no GPU: `.ci/run` provides it from NVIDIA's `nvidia-cuda-nvrtc`
+/// wheel; without it the test says it is skipped.
+#[test]
+fn generated_kernels_compile_with_nvrtc() {
+    if !gridtest_cuda::device::nvrtc_present() {
+        eprintln!(
+            "SKIPPED generated_kernels_compile_with_nvrtc: no libnvrtc (pip install nvidia-cuda-nvrtc-cu12 and put its lib/ on LD_LIBRARY_PATH)"
+        );
+        return;
+    }
+    for name in ["sma_crossover", "momentum"] {
+        let code = (find_strategy(name).unwrap().gpu)().unwrap();
+        let ptx = gridtest_cuda::runner::compile(name, &code).unwrap_or_else(|e| panic!("{e}"));
+        let text = ptx.to_src();
+        assert!(
+            text.contains(".entry gt_run"),
+            "{name}: no kernel entry in the PTX"
+        );
+        assert!(
+            !text.contains("fma.rn.f64"),
+            "{name}: FMA contraction must be off"
+        );
+    }
+}

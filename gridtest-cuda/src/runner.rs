@@ -101,6 +101,29 @@ struct ShardCache {
     slices: HashMap<ShardKey, Arc<CudaSlice<f64>>>,
 }
 
+/// Compiles a strategy's kernel to PTX with NVRTC: no fused multiply-add, IEEE division and
+/// square root, no flush to zero, so the device computes what the CPU engine computes. Needs
+/// only `libnvrtc`, no GPU.
+///
+/// # Errors
+/// [`GpuError::Compile`] with NVRTC's log.
+pub fn compile(strategy: &str, code: &GpuCode) -> Result<cudarc::nvrtc::Ptx, GpuError> {
+    cudarc::nvrtc::compile_ptx_with_opts(
+        kernel_source(code),
+        CompileOptions {
+            fmad: Some(false),
+            prec_div: Some(true),
+            prec_sqrt: Some(true),
+            ftz: Some(false),
+            ..CompileOptions::default()
+        },
+    )
+    .map_err(|e| GpuError::Compile {
+        strategy: strategy.to_owned(),
+        log: e.to_string(),
+    })
+}
+
 /// One GPU, shared by its slots (GPU scorers).
 pub struct GpuDevice {
     /// What the driver reported at start.
@@ -152,20 +175,7 @@ impl GpuDevice {
         if let Some(f) = kernels.get(&key) {
             return Ok(f.clone());
         }
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(
-            &source,
-            CompileOptions {
-                fmad: Some(false),
-                prec_div: Some(true),
-                prec_sqrt: Some(true),
-                ftz: Some(false),
-                ..CompileOptions::default()
-            },
-        )
-        .map_err(|e| GpuError::Compile {
-            strategy: strategy.to_owned(),
-            log: e.to_string(),
-        })?;
+        let ptx = compile(strategy, code)?;
         let function = self.ctx.load_module(ptx)?.load_function(KERNEL_NAME)?;
         tracing::info!(gpu = self.info.ordinal, strategy, "kernel compiled");
         kernels.insert(key, function.clone());
