@@ -46,7 +46,8 @@ struct Cli {
 fn main() -> anyhow::Result<()> {
     let mut cli = Cli::parse();
     gridtest::run::init_tracing();
-    if cli.run.data.is_none() {
+    // A replay reads the data its sweep recorded: nothing to generate.
+    if cli.run.data.is_none() && cli.run.replay.is_none() {
         let spec = synth::SynthSpec {
             days: cli.synth_days,
             ..synth::SynthSpec::default()

@@ -1,7 +1,9 @@
-//! The GPU path. Without a GPU (CI): detection reports none cleanly, and the device code's
-//! arithmetic is checked against the CPU engine by compiling the very same per-event code as a
-//! host C++ program (only the staging into shared memory is GPU-specific). With a GPU, the
-//! kernels themselves must match the CPU engine cell for cell.
+//! The GPU path. Without a GPU (CI): detection reports none cleanly, and the kernel is checked
+//! against the CPU engine by compiling the very same kernel text as a host C++ program that
+//! emulates CUDA's execution model (threads of a block as OS threads, `__syncthreads` as a
+//! barrier, shared memory of exactly the launch's size under an address sanitizer), launched
+//! with the runner's own launch plan. With a GPU, the kernels themselves must match the CPU
+//! engine cell for cell.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,7 +12,7 @@ use gridtest::data::{Shard, ShardData, ShardReader};
 use gridtest::engine::{RawAccount, run_chunk};
 use gridtest::strategy::{Feed, find_strategy};
 use gridtest::{DataKind, ExecModel, GpuCode, Grid, ParamSet, Ticks};
-use gridtest_cuda::source::{host_harness_source, stage_len};
+use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES, host_harness_source};
 use gridtest_examples::{Momentum, SmaCrossover};
 use gridtest_tests::{runtime, w1_grid, w1_smoke};
 
@@ -32,35 +34,51 @@ fn write_f64(path: &Path, values: &[f64]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// Compiles the host form of `code` with the system C++ compiler, or says why it cannot.
+/// Compiles the host form of `code` with the system C++ compiler (under the address and
+/// undefined-behaviour sanitizers where the compiler has them), or says why it cannot.
 fn compile_harness(code: &GpuCode, dir: &Path) -> Result<std::path::PathBuf, String> {
     let src = dir.join("harness.cpp");
     std::fs::write(&src, host_harness_source(code)).unwrap();
     let exe = dir.join("harness");
     let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
-    let out = Command::new(&compiler)
-        .args([
+    let compile = |sanitize: bool| {
+        let mut cmd = Command::new(&compiler);
+        cmd.args([
             "-O2",
-            "-std=c++17",
+            "-std=c++20",
+            "-pthread",
             "-ffp-contract=off",
             "-fno-fast-math",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .map_err(|e| format!("no C++ compiler `{compiler}`: {e}"))?;
-    if !out.status.success() {
+        ]);
+        if sanitize {
+            cmd.args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]);
+        }
+        cmd.arg("-o").arg(&exe).arg(&src).output()
+    };
+    let out = compile(true).map_err(|e| format!("no C++ compiler `{compiler}`: {e}"))?;
+    if out.status.success() {
+        return Ok(exe);
+    }
+    let plain = compile(false).map_err(|e| format!("no C++ compiler `{compiler}`: {e}"))?;
+    if !plain.status.success() {
         panic!(
-            "the generated device code does not compile:\n{}",
-            String::from_utf8_lossy(&out.stderr)
+            "the generated kernel does not compile as C++20:\n{}",
+            String::from_utf8_lossy(&plain.stderr)
         );
     }
+    eprintln!(
+        "NOTE: `{compiler}` has no address sanitizer; the emulated kernel runs without bounds checks:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(exe)
 }
 
-/// Runs the host form of the device code over `data` for `sets`, staging `stage` events at a
-/// time as a block would; returns one accumulator set per parameter set.
+/// Runs the kernel's host form over `data` for `sets`, launched as the runner would with
+/// `shared_limit` bytes of shared memory per block; one accumulator set per parameter set.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a test helper mirroring one launch"
+)]
 fn run_harness(
     exe: &Path,
     dir: &Path,
@@ -69,6 +87,7 @@ fn run_harness(
     sets: &[ParamSet],
     lookback: usize,
     exec: &ExecModel,
+    shared_limit: usize,
 ) -> Vec<RawAccount> {
     let n_cols = Ticks::COLUMNS.len();
     let mut cols = Vec::new();
@@ -81,15 +100,15 @@ fn run_harness(
     let param_len = params.len() / sets.len();
     write_f64(&dir.join("cols.bin"), &cols);
     write_f64(&dir.join("params.bin"), &params);
-    let stage = stage_len(n_cols, lookback, 48 * 1024).unwrap();
-    let status = Command::new(exe)
+    let plan = LaunchPlan::new(n_cols, lookback, shared_limit).unwrap();
+    let output = Command::new(exe)
         .arg(dir.join("cols.bin"))
         .arg(dir.join("params.bin"))
         .arg(dir.join("out.bin"))
         .args([
             data.n_rows().to_string(),
             n_cols.to_string(),
-            stage.to_string(),
+            plan.stage.to_string(),
             lookback.to_string(),
             param_len.to_string(),
             sets.len().to_string(),
@@ -98,10 +117,17 @@ fn run_harness(
             Ticks::FILL.to_string(),
             Ticks::MARK.to_string(),
             "0".to_owned(),
+            plan.blocks(sets.len()).to_string(),
+            plan.threads_per_block.to_string(),
+            plan.shared_bytes.to_string(),
         ])
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success());
+    assert!(
+        output.status.success(),
+        "the emulated kernel failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let bytes = std::fs::read(dir.join("out.bin")).unwrap();
     let out: Vec<f64> = bytes
         .chunks(8)
@@ -116,6 +142,7 @@ fn check_parity(
     name: &str,
     sets: &[ParamSet],
     exec: &ExecModel,
+    shared_limit: usize,
     cpu: impl Fn(&ShardData) -> Vec<gridtest::CellOutcome>,
 ) {
     let entry = find_strategy(name).unwrap();
@@ -137,7 +164,16 @@ fn check_parity(
     for symbol in ["S000", "S001"] {
         let data = smoke_shard(symbol);
         let want = cpu(&data);
-        let raw = run_harness(&exe, dir.path(), &code, &data, sets, lookback, exec);
+        let raw = run_harness(
+            &exe,
+            dir.path(),
+            &code,
+            &data,
+            sets,
+            lookback,
+            exec,
+            shared_limit,
+        );
         assert_eq!(raw.len(), sets.len());
         for ((set, want), raw) in sets.iter().zip(&want).zip(raw) {
             let got = raw.finish(data.n_rows(), data.n_days(), exec.trading_days_per_year);
@@ -150,16 +186,38 @@ fn check_parity(
 }
 
 #[test]
-fn sma_device_code_equals_the_cpu_engine_bit_for_bit() {
+fn sma_kernel_equals_the_cpu_engine_bit_for_bit() {
     let sets: Vec<ParamSet> = w1_grid().iter().collect();
     let exec = ExecModel::default().with_commission_bps(1.0);
-    check_parity("sma_crossover", &sets, &exec, |data| {
+    check_parity("sma_crossover", &sets, &exec, SHARED_BYTES, |data| {
+        run_chunk::<SmaCrossover>(data, &sets, &exec)
+    });
+}
+
+/// Shared memory squeezed so that each block stages 37 events per pass: the lookback spans
+/// dozens of passes, moment tiles close mid-pass, and the last block is partly idle.
+#[test]
+fn sma_kernel_with_narrow_staging_equals_the_cpu_engine() {
+    let sets: Vec<ParamSet> = w1_grid().iter().step_by(5).collect();
+    assert!(sets.len() % 128 > 0, "a partly idle block");
+    let lookback = sets
+        .iter()
+        .map(|s| (find_strategy("sma_crossover").unwrap().lookback)(s).unwrap())
+        .max()
+        .unwrap();
+    let limit = Ticks::COLUMNS.len() * 8 * (lookback + 37);
+    assert_eq!(
+        LaunchPlan::new(Ticks::COLUMNS.len(), lookback, limit).map(|p| p.stage),
+        Some(37)
+    );
+    let exec = ExecModel::default().with_commission_bps(1.0);
+    check_parity("sma_crossover", &sets, &exec, limit, |data| {
         run_chunk::<SmaCrossover>(data, &sets, &exec)
     });
 }
 
 #[test]
-fn momentum_device_code_equals_the_cpu_engine_bit_for_bit() {
+fn momentum_kernel_equals_the_cpu_engine_bit_for_bit() {
     let sets: Vec<ParamSet> = Grid::new()
         .axis("window", [1, 10, 50, 200, 1000, 3000])
         .axis("threshold_bps", [0.0, 2.5, 10.0, 40.0])
@@ -168,7 +226,7 @@ fn momentum_device_code_equals_the_cpu_engine_bit_for_bit() {
     let exec = ExecModel::default()
         .with_commission_bps(2.0)
         .with_slippage_bps(1.5);
-    check_parity("momentum", &sets, &exec, |data| {
+    check_parity("momentum", &sets, &exec, SHARED_BYTES, |data| {
         run_chunk::<Momentum>(data, &sets, &exec)
     });
 }

@@ -21,10 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::admission::{Admission, DeviceMemory, OutOfMemory, SplitError, run_split};
 use crate::device::GpuInfo;
-use crate::source::{BLOCK_THREADS, KERNEL_NAME, kernel_source, stage_len};
-
-/// Shared memory a block may use without opting in to more (bytes).
-const SHARED_BYTES: usize = 48 * 1024;
+use crate::source::{KERNEL_NAME, LaunchPlan, SHARED_BYTES, kernel_source};
 
 /// How long a launch waits for memory held by other slots before splitting.
 const PATIENCE: Duration = Duration::from_millis(200);
@@ -277,7 +274,7 @@ impl GpuDevice {
             ),
             DataKind::Bars => (Bars::COLUMNS.len(), Bars::FILL, Bars::MARK, Bars::INTRABAR),
         };
-        let stage = stage_len(n_cols, lookback, SHARED_BYTES)
+        let plan = LaunchPlan::new(n_cols, lookback, SHARED_BYTES)
             .ok_or(GpuError::Lookback { lookback, n_cols })?;
         let function = self.kernel(strategy.name, code)?;
         let shard = self.shard(data)?;
@@ -312,18 +309,14 @@ impl GpuDevice {
                 .memcpy_htod(&params, &mut params_dev)
                 .map_err(other)?;
             let n_lanes = i32::try_from(chunk.len()).unwrap_or(i32::MAX);
-            let blocks = u32::try_from(chunk.len())
-                .unwrap_or(u32::MAX)
-                .div_ceil(BLOCK_THREADS);
             let config = LaunchConfig {
-                grid_dim: (blocks.max(1), 1, 1),
-                block_dim: (BLOCK_THREADS, 1, 1),
-                shared_mem_bytes: u32::try_from(n_cols * (lookback + stage) * 8)
-                    .unwrap_or(u32::MAX),
+                grid_dim: (plan.blocks(chunk.len()), 1, 1),
+                block_dim: (plan.threads_per_block, 1, 1),
+                shared_mem_bytes: u32::try_from(plan.shared_bytes).unwrap_or(u32::MAX),
             };
             let (n_cols_i, stage_i, lookback_i, param_len_i) = (
                 i32::try_from(n_cols).unwrap_or(0),
-                i32::try_from(stage).unwrap_or(0),
+                i32::try_from(plan.stage).unwrap_or(0),
                 i32::try_from(lookback).unwrap_or(0),
                 i32::try_from(param_len).unwrap_or(0),
             );

@@ -2,11 +2,13 @@
 //! `gt_init`/`gt_step`, and the kernel (one thread per parameter set, the block staging each
 //! stretch of events into shared memory for all its threads).
 //!
-//! The same per-event code is also emitted with a host driver ([`host_harness_source`]), so a
-//! C++ compiler on a machine without a GPU checks the arithmetic against the CPU engine; only
-//! the staging into shared memory is GPU-specific. Both are compiled without FMA contraction
-//! (`--fmad=false`, `-ffp-contract=off`): the same IEEE operations in the same order as the Rust
-//! engine give the same bits.
+//! The very same kernel text is also emitted as a host C++ program ([`host_harness_source`]):
+//! a few lines of emulation give it CUDA's execution model (each block's threads are OS threads,
+//! `__syncthreads()` is a barrier, the block's shared memory is a buffer of exactly the launch's
+//! size), so a C++ compiler on a machine without a GPU runs the kernel itself, staging and
+//! indexing included, and checks it against the CPU engine. Both forms are compiled without FMA
+//! contraction (`--fmad=false`, `-ffp-contract=off`): the same IEEE operations in the same order
+//! as the Rust engine give the same bits.
 
 use gridtest::GpuCode;
 use gridtest::engine::{RawAccount, TILE};
@@ -15,8 +17,55 @@ use gridtest::strategy::MAX_COLUMNS;
 /// Threads per block.
 pub const BLOCK_THREADS: u32 = 128;
 
+/// Shared memory a block may use without opting in to more (bytes).
+pub const SHARED_BYTES: usize = 48 * 1024;
+
 /// Name of the kernel in the generated module.
 pub const KERNEL_NAME: &str = "gt_run";
+
+/// How a chunk of parameter sets is launched: the block shape, and how many events each block
+/// stages into shared memory per pass. The runner launches with it and the host harness runs
+/// the kernel with it, so both share one computation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchPlan {
+    /// Threads per block (one parameter set each).
+    pub threads_per_block: u32,
+    /// Events staged per pass (beside the lookback).
+    pub stage: usize,
+    /// Dynamic shared memory per block: `n_cols × (lookback + stage)` doubles.
+    pub shared_bytes: usize,
+}
+
+impl LaunchPlan {
+    /// The plan for a feed of `n_cols` columns and a largest lookback of `lookback` events,
+    /// within `shared_limit` bytes of shared memory per block; `None` if the lookback does not
+    /// fit (see [`stage_len`]).
+    ///
+    /// ```
+    /// use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES};
+    /// let plan = LaunchPlan::new(2, 1000, SHARED_BYTES).unwrap();
+    /// assert_eq!((plan.stage, plan.shared_bytes), (1024, 2 * 2024 * 8));
+    /// assert_eq!(plan.blocks(955), 8);
+    /// ```
+    #[must_use]
+    pub fn new(n_cols: usize, lookback: usize, shared_limit: usize) -> Option<Self> {
+        let stage = stage_len(n_cols, lookback, shared_limit)?;
+        Some(Self {
+            threads_per_block: BLOCK_THREADS,
+            stage,
+            shared_bytes: n_cols.max(1) * (lookback + stage) * 8,
+        })
+    }
+
+    /// Blocks for `n_lanes` parameter sets (at least one).
+    #[must_use]
+    pub fn blocks(&self, n_lanes: usize) -> u32 {
+        u32::try_from(n_lanes)
+            .unwrap_or(u32::MAX)
+            .div_ceil(self.threads_per_block)
+            .max(1)
+    }
+}
 
 /// The execution model (mirrors `gridtest::engine` account.rs line by line).
 const ACCOUNT: &str = r#"
@@ -194,7 +243,7 @@ extern "C" __global__ void gt_run(const double* __restrict__ cols, long long n, 
                                   int param_len, int n_lanes, double cost, double max_lev,
                                   int fill_col, int mark_col, int intrabar,
                                   double* __restrict__ out) {
-    extern __shared__ double win[];
+    GT_SHARED_WINDOW(win);
     int lane_id = blockIdx.x * blockDim.x + threadIdx.x;
     int active = lane_id < n_lanes;
     const double* p = params + (long long)(active ? lane_id : 0) * param_len;
@@ -223,11 +272,32 @@ extern "C" __global__ void gt_run(const double* __restrict__ cols, long long n, 
 }
 "#;
 
-const HOST_DRIVER: &str = r#"
+/// CUDA's execution model on the host, for the kernel text: one OS thread per CUDA thread,
+/// blocks one after another, `__syncthreads()` a barrier of the block's threads, and the block's
+/// dynamic shared memory a fresh heap buffer of exactly the launch's size (so an address
+/// sanitizer catches any access beyond it), filled with NaN (so reading a value never staged
+/// shows in the results).
+const HOST_CUDA: &str = r#"
+#include <barrier>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <thread>
 #include <vector>
+using std::fabs; using std::fmax; using std::fmin;
+#define __device__ static
+#define __global__
+struct GtDim3 { unsigned x, y, z; };
+static thread_local GtDim3 threadIdx;
+static GtDim3 blockIdx, blockDim, gridDim;
+static std::barrier<>* gt_block_barrier;
+static double* gt_block_shared;
+#define __syncthreads() gt_block_barrier->arrive_and_wait()
+#define GT_SHARED_WINDOW(name) double* name = gt_block_shared
+"#;
 
+const HOST_DRIVER: &str = r#"
 static std::vector<double> read_all(const char* path) {
     std::vector<double> v;
     FILE* f = std::fopen(path, "rb");
@@ -235,13 +305,14 @@ static std::vector<double> read_all(const char* path) {
     double x;
     while (std::fread(&x, sizeof x, 1, f) == 1) v.push_back(x);
     std::fclose(f);
+    v.shrink_to_fit();
     return v;
 }
 
 // argv: cols.bin params.bin out.bin n n_cols stage lookback param_len n_lanes cost max_lev
-//       fill_col mark_col intrabar
+//       fill_col mark_col intrabar blocks threads_per_block shared_bytes
 int main(int argc, char** argv) {
-    if (argc != 15) { std::fprintf(stderr, "usage: see source\n"); return 2; }
+    if (argc != 18) { std::fprintf(stderr, "usage: see source\n"); return 2; }
     std::vector<double> cols = read_all(argv[1]);
     std::vector<double> params = read_all(argv[2]);
     long long n = std::atoll(argv[4]);
@@ -249,28 +320,30 @@ int main(int argc, char** argv) {
     int param_len = std::atoi(argv[8]), n_lanes = std::atoi(argv[9]);
     double cost = std::strtod(argv[10], 0), max_lev = std::strtod(argv[11], 0);
     int fill_col = std::atoi(argv[12]), mark_col = std::atoi(argv[13]), intrabar = std::atoi(argv[14]);
-    int span = lookback + stage;
-    std::vector<double> win((size_t)n_cols * span);
-    std::vector<double> out((size_t)n_lanes * GT_OUT_LEN);
-    for (int lane_id = 0; lane_id < n_lanes; ++lane_id) {
-        const double* p = params.data() + (size_t)lane_id * param_len;
-        double state[GT_STATE_LEN];
-        for (int i = 0; i < GT_STATE_LEN; ++i) state[i] = 0.0;
-        GtLane lane;
-        gt_account_init(&lane.acct);
-        lane.tile_start = 0;
-        gt_init(state, p);
-        for (long long base = 0; base < n; base += stage) {
-            int len = (int)(n - base < (long long)stage ? n - base : (long long)stage);
-            for (int i = 0; i < n_cols * span; ++i) {
-                int c = i / span;
-                long long t = base - lookback + (i % span);
-                win[i] = (t >= 0 && t < n) ? cols[(size_t)c * n + t] : 0.0;
-            }
-            gt_lane_events(&lane, state, p, win.data(), span, lookback, n_cols, base, len, n,
-                           cost, max_lev, fill_col, mark_col, intrabar);
+    unsigned blocks = (unsigned)std::atoi(argv[15]), threads = (unsigned)std::atoi(argv[16]);
+    size_t shared_bytes = (size_t)std::atoll(argv[17]);
+    if ((long long)cols.size() != n * n_cols || (long long)params.size() != (long long)n_lanes * param_len) {
+        std::fprintf(stderr, "inputs do not match n, n_cols, n_lanes, param_len\n");
+        return 2;
+    }
+    std::vector<double> out((size_t)n_lanes * GT_OUT_LEN, std::numeric_limits<double>::quiet_NaN());
+    gridDim = GtDim3{blocks, 1, 1};
+    blockDim = GtDim3{threads, 1, 1};
+    for (unsigned b = 0; b < blocks; ++b) {
+        blockIdx = GtDim3{b, 0, 0};
+        std::vector<double> shared(shared_bytes / sizeof(double), std::numeric_limits<double>::quiet_NaN());
+        gt_block_shared = shared.data();
+        std::barrier<> barrier((std::ptrdiff_t)threads);
+        gt_block_barrier = &barrier;
+        std::vector<std::thread> team;
+        for (unsigned t = 0; t < threads; ++t) {
+            team.emplace_back([&, t] {
+                threadIdx = GtDim3{t, 0, 0};
+                gt_run(cols.data(), n, n_cols, stage, lookback, params.data(), param_len, n_lanes,
+                       cost, max_lev, fill_col, mark_col, intrabar, out.data());
+            });
         }
-        gt_account_write(&lane.acct, out.data() + (size_t)lane_id * GT_OUT_LEN);
+        for (std::thread& t : team) t.join();
     }
     FILE* f = std::fopen(argv[3], "wb");
     if (!f) { std::perror(argv[3]); return 2; }
@@ -288,22 +361,36 @@ fn defines(code: &GpuCode) -> String {
     )
 }
 
+/// How the kernel declares its block's staging window on the device.
+const DEVICE_WINDOW: &str = "#define GT_SHARED_WINDOW(name) extern __shared__ double name[]\n";
+
 /// The CUDA module for a strategy (compile with NVRTC, `--fmad=false`).
 #[must_use]
 pub fn kernel_source(code: &GpuCode) -> String {
-    [defines(code).as_str(), ACCOUNT, code.source, LANE, KERNEL].concat()
-}
-
-/// The same per-event code as a host C++ program (compile with `-ffp-contract=off`), reading
-/// and writing raw `f64` files; see the argument list in its `main`.
-#[must_use]
-pub fn host_harness_source(code: &GpuCode) -> String {
     [
-        "#include <cmath>\nusing std::fabs; using std::fmax; using std::fmin;\n#define __device__ static\n",
+        DEVICE_WINDOW,
         defines(code).as_str(),
         ACCOUNT,
         code.source,
         LANE,
+        KERNEL,
+    ]
+    .concat()
+}
+
+/// The same kernel as a host C++20 program (compile with `-std=c++20 -pthread
+/// -ffp-contract=off`) that runs it under an emulation of CUDA's execution model (see the
+/// module documentation), reading and writing raw `f64` files; see the argument list in its
+/// `main`.
+#[must_use]
+pub fn host_harness_source(code: &GpuCode) -> String {
+    [
+        HOST_CUDA,
+        defines(code).as_str(),
+        ACCOUNT,
+        code.source,
+        LANE,
+        KERNEL,
         HOST_DRIVER,
     ]
     .concat()
@@ -341,9 +428,14 @@ mod tests {
         let init = src.find("gt_init(double* s").unwrap();
         let lane = src.find("gt_lane_events").unwrap();
         assert!(init < lane, "the strategy comes before its caller");
+        assert!(src.contains("GT_SHARED_WINDOW(name) extern __shared__"));
         let host = host_harness_source(&code());
         assert!(host.contains("int main(int argc"));
-        assert!(!host.contains("__global__"));
+        assert!(
+            host.contains(KERNEL),
+            "the host program runs the kernel itself"
+        );
+        assert!(!host.contains("extern __shared__"));
     }
 
     #[test]
@@ -351,5 +443,20 @@ mod tests {
         assert_eq!(stage_len(2, 1000, 48 * 1024), Some(1024));
         assert_eq!(stage_len(5, 1000, 48 * 1024), Some(228));
         assert_eq!(stage_len(5, 1200, 48 * 1024), None);
+    }
+
+    #[test]
+    fn the_launch_plan_covers_every_lane_within_shared_memory() {
+        for (n_cols, lookback) in [(2, 1), (2, 1000), (5, 500), (5, 1000)] {
+            let plan = LaunchPlan::new(n_cols, lookback, SHARED_BYTES).unwrap();
+            assert!(plan.shared_bytes <= SHARED_BYTES);
+            assert_eq!(plan.shared_bytes, n_cols * (lookback + plan.stage) * 8);
+            for lanes in [0, 1, 127, 128, 129, 955, 1000] {
+                let blocks = plan.blocks(lanes) as usize;
+                assert!(blocks * 128 >= lanes && blocks >= 1);
+                assert!(lanes == 0 || (blocks - 1) * 128 < lanes, "no idle block");
+            }
+        }
+        assert_eq!(LaunchPlan::new(5, 1200, SHARED_BYTES), None);
     }
 }
