@@ -17,6 +17,10 @@ pub const DEFAULT_SLOTS_PER_DEVICE: usize = 4;
 /// Default memory kept free on a device for the driver and other users, bytes.
 pub const DEFAULT_RESERVE_BYTES: u64 = 512 << 20;
 
+/// The driver hands out device memory in pages of this size: a launch needing a few kilobytes
+/// still takes a page, so admission charges whole pages.
+pub const ALLOCATION_GRANULE: u64 = 2 << 20;
+
 /// Device memory a launch of `lanes` parameter sets needs, bytes: the shard's columns (shared
 /// by every launch on the device once uploaded) and the per-lane parameters and results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,22 +74,38 @@ pub trait DeviceMemory: Send + Sync {
 #[derive(Debug)]
 pub struct Admission {
     reserve: u64,
+    granule: u64,
     lock: Mutex<u64>,
     released: Condvar,
 }
 
 impl Admission {
-    /// Admission keeping `reserve` bytes free.
+    /// Admission keeping `reserve` bytes free, charging allocations in whole
+    /// [`ALLOCATION_GRANULE`] pages.
     #[must_use]
     pub fn new(reserve: u64) -> Self {
+        Self::with_granule(reserve, ALLOCATION_GRANULE)
+    }
+
+    /// Admission keeping `reserve` bytes free on a device that allocates in pages of `granule`
+    /// bytes.
+    #[must_use]
+    pub fn with_granule(reserve: u64, granule: u64) -> Self {
         Self {
             reserve,
+            granule: granule.max(1),
             lock: Mutex::new(0),
             released: Condvar::new(),
         }
     }
 
-    /// Allocates `needed` bytes if the device has them beyond the reserve. Waits (up to
+    /// Bytes a request of `needed` bytes takes on the device: whole pages.
+    #[must_use]
+    pub fn charged(&self, needed: u64) -> u64 {
+        needed.max(1).div_ceil(self.granule) * self.granule
+    }
+
+    /// Allocates `needed` bytes if the device has them (in whole pages) beyond the reserve. Waits (up to
     /// `patience`) while other slots of this process hold memory that may come back; then gives
     /// up with [`OutOfMemory`] (the caller splits the launch).
     ///
@@ -102,14 +122,15 @@ impl Admission {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let deadline = std::time::Instant::now() + patience;
+        let charged = self.charged(needed);
         loop {
-            if device.free_bytes().saturating_sub(self.reserve) >= needed
+            if device.free_bytes().saturating_sub(self.reserve) >= charged
                 && let Ok(allocation) = device.allocate(needed)
             {
-                *held += needed;
+                *held += charged;
                 return Ok(Admitted {
                     admission: self,
-                    bytes: needed,
+                    bytes: charged,
                     allocation: Some(allocation),
                 });
             }

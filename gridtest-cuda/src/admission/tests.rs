@@ -3,11 +3,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::*;
 
-/// A device with a fixed amount of memory that records its peak use.
+/// A device with a fixed amount of memory, handing it out in pages of `page` bytes, that
+/// records its peak use.
 struct SimDevice {
     total: u64,
+    page: u64,
     used: Arc<AtomicU64>,
     peak: AtomicU64,
+}
+
+impl SimDevice {
+    fn new(total: u64, page: u64) -> Self {
+        Self {
+            total,
+            page,
+            used: Arc::new(AtomicU64::new(0)),
+            peak: AtomicU64::new(0),
+        }
+    }
 }
 
 struct SimAlloc {
@@ -29,6 +42,7 @@ impl DeviceMemory for SimDevice {
     }
 
     fn allocate(&self, bytes: u64) -> Result<SimAlloc, OutOfMemory> {
+        let bytes = bytes.div_ceil(self.page) * self.page;
         let mut cur = self.used.load(Ordering::SeqCst);
         loop {
             if cur + bytes > self.total {
@@ -62,11 +76,7 @@ impl From<OutOfMemory> for Failed {
 #[test]
 fn four_slots_sharing_a_squeezed_device_never_exceed_it() {
     // 64 MiB card, 8 MiB reserve, another process holding 16 MiB; each lane needs 1 MiB.
-    let device = Arc::new(SimDevice {
-        total: 64 << 20,
-        used: Arc::new(AtomicU64::new(0)),
-        peak: AtomicU64::new(0),
-    });
+    let device = Arc::new(SimDevice::new(64 << 20, 1));
     let _other_process = device.allocate(16 << 20).unwrap();
     let admission = Arc::new(Admission::new(8 << 20));
     let splits = Arc::new(AtomicU64::new(0));
@@ -118,13 +128,47 @@ fn four_slots_sharing_a_squeezed_device_never_exceed_it() {
     );
 }
 
+/// Small launches on a device that allocates 2 MiB pages: admission must charge the page, not
+/// the kilobytes asked for, or four slots overrun the reserve.
+#[test]
+fn small_launches_are_charged_whole_pages() {
+    const PAGE: u64 = 2 << 20;
+    let device = Arc::new(SimDevice::new(64 << 20, PAGE));
+    let _other_process = device.allocate(50 << 20).unwrap();
+    // 14 MiB free, 7 MiB reserve: room for three pages beyond it.
+    let admission = Arc::new(Admission::with_granule(7 << 20, PAGE));
+    assert_eq!(admission.charged(100 << 10), PAGE);
+    assert_eq!(admission.charged(PAGE + 1), 2 * PAGE);
+    let slots: Vec<_> = (0..4)
+        .map(|_| {
+            let (device, admission) = (Arc::clone(&device), Arc::clone(&admission));
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let lanes: Vec<u32> = (0..8).collect();
+                    let mut launch = |chunk: &[u32]| -> Result<Vec<u32>, SplitError<Failed>> {
+                        let needed = chunk.len() as u64 * (16 << 10);
+                        let _admitted = admission
+                            .admit(&*device, needed, Duration::from_millis(50))
+                            .map_err(SplitError::OutOfMemory)?;
+                        std::thread::sleep(Duration::from_micros(300));
+                        Ok(chunk.to_vec())
+                    };
+                    assert_eq!(run_split(&lanes, &mut launch).unwrap(), lanes);
+                }
+            })
+        })
+        .collect();
+    for s in slots {
+        s.join().unwrap();
+    }
+    let peak = device.peak.load(Ordering::SeqCst);
+    assert!(peak <= (64 - 7) << 20, "peak {peak} ate into the reserve");
+    assert!(peak > 50 << 20, "the slots ran");
+}
+
 #[test]
 fn a_launch_that_cannot_fit_even_alone_fails_clearly() {
-    let device = SimDevice {
-        total: 4 << 20,
-        used: Arc::new(AtomicU64::new(0)),
-        peak: AtomicU64::new(0),
-    };
+    let device = SimDevice::new(4 << 20, 1);
     let admission = Admission::new(1 << 20);
     let mut launch = |chunk: &[u32]| -> Result<Vec<u32>, SplitError<Failed>> {
         admission
