@@ -73,12 +73,24 @@ fn compile_harness(code: &GpuCode, dir: &Path) -> Result<std::path::PathBuf, Str
     Ok(exe)
 }
 
-/// Runs the kernel's host form over `data` for `sets`, launched as the runner would with
-/// `shared_limit` bytes of shared memory per block; one accumulator set per parameter set.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "a test helper mirroring one launch"
-)]
+/// The device a launch is planned for.
+#[derive(Clone, Copy)]
+struct Launch {
+    /// Shared memory per block, bytes.
+    shared_limit: usize,
+    /// Multiprocessors (the block shape narrows to spread few sets over many).
+    multiprocessors: u32,
+}
+
+/// An H200's launch shape (132 multiprocessors, 48 kB of shared memory per block).
+const H200: Launch = Launch {
+    shared_limit: SHARED_BYTES,
+    multiprocessors: 132,
+};
+
+/// Runs the kernel's host form over `data` for `sets`, launched as the runner would on
+/// `launch`; one accumulator set per parameter set.
+#[allow(clippy::too_many_arguments, reason = "a test helper mirroring one launch")]
 fn run_harness(
     exe: &Path,
     dir: &Path,
@@ -87,7 +99,7 @@ fn run_harness(
     sets: &[ParamSet],
     lookback: usize,
     exec: &ExecModel,
-    shared_limit: usize,
+    launch: Launch,
 ) -> Vec<RawAccount> {
     let n_cols = Ticks::COLUMNS.len();
     let mut cols = Vec::new();
@@ -100,7 +112,8 @@ fn run_harness(
     let param_len = params.len() / sets.len();
     write_f64(&dir.join("cols.bin"), &cols);
     write_f64(&dir.join("params.bin"), &params);
-    let plan = LaunchPlan::new(n_cols, lookback, shared_limit).unwrap();
+    let plan = LaunchPlan::new(n_cols, lookback, launch.shared_limit).unwrap();
+    let (blocks, threads) = plan.shape(sets.len(), launch.multiprocessors);
     let output = Command::new(exe)
         .arg(dir.join("cols.bin"))
         .arg(dir.join("params.bin"))
@@ -117,8 +130,8 @@ fn run_harness(
             Ticks::FILL.to_string(),
             Ticks::MARK.to_string(),
             "0".to_owned(),
-            plan.blocks(sets.len()).to_string(),
-            plan.threads_per_block.to_string(),
+            blocks.to_string(),
+            threads.to_string(),
             plan.shared_bytes.to_string(),
         ])
         .output()
@@ -142,7 +155,7 @@ fn check_parity(
     name: &str,
     sets: &[ParamSet],
     exec: &ExecModel,
-    shared_limit: usize,
+    launch: Launch,
     cpu: impl Fn(&ShardData) -> Vec<gridtest::CellOutcome>,
 ) {
     let entry = find_strategy(name).unwrap();
@@ -172,7 +185,7 @@ fn check_parity(
             sets,
             lookback,
             exec,
-            shared_limit,
+            launch,
         );
         assert_eq!(raw.len(), sets.len());
         for ((set, want), raw) in sets.iter().zip(&want).zip(raw) {
@@ -189,13 +202,14 @@ fn check_parity(
 fn sma_kernel_equals_the_cpu_engine_bit_for_bit() {
     let sets: Vec<ParamSet> = w1_grid().iter().collect();
     let exec = ExecModel::default().with_commission_bps(1.0);
-    check_parity("sma_crossover", &sets, &exec, SHARED_BYTES, |data| {
+    check_parity("sma_crossover", &sets, &exec, H200, |data| {
         run_chunk::<SmaCrossover>(data, &sets, &exec)
     });
 }
 
 /// Shared memory squeezed so that each block stages 37 events per pass: the lookback spans
-/// dozens of passes, moment tiles close mid-pass, and the last block is partly idle.
+/// dozens of passes, moment tiles close mid-pass; blocks of 128 threads (a one-multiprocessor
+/// device), the last one partly idle.
 #[test]
 fn sma_kernel_with_narrow_staging_equals_the_cpu_engine() {
     let sets: Vec<ParamSet> = w1_grid().iter().step_by(5).collect();
@@ -211,7 +225,11 @@ fn sma_kernel_with_narrow_staging_equals_the_cpu_engine() {
         Some(37)
     );
     let exec = ExecModel::default().with_commission_bps(1.0);
-    check_parity("sma_crossover", &sets, &exec, limit, |data| {
+    let launch = Launch {
+        shared_limit: limit,
+        multiprocessors: 1,
+    };
+    check_parity("sma_crossover", &sets, &exec, launch, |data| {
         run_chunk::<SmaCrossover>(data, &sets, &exec)
     });
 }
@@ -226,7 +244,7 @@ fn momentum_kernel_equals_the_cpu_engine_bit_for_bit() {
     let exec = ExecModel::default()
         .with_commission_bps(2.0)
         .with_slippage_bps(1.5);
-    check_parity("momentum", &sets, &exec, SHARED_BYTES, |data| {
+    check_parity("momentum", &sets, &exec, H200, |data| {
         run_chunk::<Momentum>(data, &sets, &exec)
     });
 }

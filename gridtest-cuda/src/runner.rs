@@ -1,12 +1,13 @@
 //! Running a chunk of parameter sets of one shard on one GPU: the module compiled once per
 //! device (NVRTC, no FMA contraction), the shard uploaded once per device and kept within a
-//! byte budget, launches admitted by free memory and split when it runs out.
+//! byte budget, launches admitted by free memory and split when it runs out. Each concurrent
+//! run (one per GPU scorer) has its own stream, so the slots of a card overlap.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cudarc::driver::sys::CUresult;
+use cudarc::driver::sys::{CUdevice_attribute, CUresult};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
 };
@@ -66,24 +67,52 @@ fn is_oom(e: &DriverError) -> bool {
     e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY
 }
 
-/// Device memory as the driver reports it; allocations are real.
-struct CudaMemory<'a>(&'a GpuDevice);
+/// Device memory as the driver reports it; allocations are real, ordered on one run's stream.
+struct CudaMemory<'a> {
+    ctx: &'a CudaContext,
+    stream: &'a Arc<CudaStream>,
+}
 
 impl DeviceMemory for CudaMemory<'_> {
     type Allocation = CudaSlice<f64>;
 
     fn free_bytes(&self) -> u64 {
-        self.0.ctx.mem_get_info().map_or(0, |(free, _)| free as u64)
+        self.ctx.mem_get_info().map_or(0, |(free, _)| free as u64)
     }
 
     fn allocate(&self, bytes: u64) -> Result<CudaSlice<f64>, OutOfMemory> {
         let len = usize::try_from(bytes.div_ceil(8))
             .unwrap_or(usize::MAX)
             .max(1);
-        self.0
-            .stream
+        self.stream
             .alloc_zeros::<f64>(len)
             .map_err(|_| OutOfMemory { needed: bytes })
+    }
+}
+
+/// A stream lent to one run, back to the device's pool on drop.
+struct LentStream<'a> {
+    device: &'a GpuDevice,
+    stream: Option<Arc<CudaStream>>,
+}
+
+impl std::ops::Deref for LentStream<'_> {
+    type Target = Arc<CudaStream>;
+
+    fn deref(&self) -> &Arc<CudaStream> {
+        self.stream.as_ref().expect("present until drop")
+    }
+}
+
+impl Drop for LentStream<'_> {
+    fn drop(&mut self) {
+        if let Some(stream) = self.stream.take() {
+            self.device
+                .streams
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(stream);
+        }
     }
 }
 
@@ -126,7 +155,9 @@ pub struct GpuDevice {
     /// What the driver reported at start.
     pub info: GpuInfo,
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+    multiprocessors: u32,
+    /// Idle streams; a run takes one (or makes one) and gives it back.
+    streams: Mutex<Vec<Arc<CudaStream>>>,
     admission: Admission,
     kernels: Mutex<HashMap<[u8; 32], CudaFunction>>,
     shards: Mutex<ShardCache>,
@@ -148,17 +179,43 @@ impl GpuDevice {
     /// [`GpuError::Driver`].
     pub fn open(info: GpuInfo, reserve: u64, shard_budget: u64) -> Result<Self, GpuError> {
         let ctx = CudaContext::new(info.ordinal)?;
-        let stream = ctx.new_stream()?;
+        let multiprocessors = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+            .try_into()
+            .unwrap_or(1);
         Ok(Self {
             info,
             ctx,
-            stream,
+            multiprocessors,
+            streams: Mutex::new(Vec::new()),
             admission: Admission::new(reserve),
             kernels: Mutex::new(HashMap::new()),
             shards: Mutex::new(ShardCache {
                 budget: shard_budget,
                 ..ShardCache::default()
             }),
+        })
+    }
+
+    /// Multiprocessors of the device.
+    #[must_use]
+    pub fn multiprocessors(&self) -> u32 {
+        self.multiprocessors
+    }
+
+    fn lend_stream(&self) -> Result<LentStream<'_>, GpuError> {
+        let idle = self
+            .streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        let stream = match idle {
+            Some(s) => s,
+            None => self.ctx.new_stream()?,
+        };
+        Ok(LentStream {
+            device: self,
+            stream: Some(stream),
         })
     }
 
@@ -179,8 +236,13 @@ impl GpuDevice {
         Ok(function)
     }
 
-    /// The shard's columns on the device (uploaded on first use).
-    fn shard(&self, data: &ShardData) -> Result<Arc<CudaSlice<f64>>, GpuError> {
+    /// The shard's columns on the device (uploaded on first use, through `stream`, complete
+    /// before any other run sees it).
+    fn shard(
+        &self,
+        data: &ShardData,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Arc<CudaSlice<f64>>, GpuError> {
         let key = (
             data.info()
                 .files
@@ -214,13 +276,15 @@ impl GpuDevice {
                 cache.bytes -= s.len() as u64 * 8;
             }
         }
-        let slice = Arc::new(self.stream.clone_htod(&host).map_err(|e| {
+        let oom = |e: DriverError| {
             if is_oom(&e) {
                 GpuError::OutOfMemory(OutOfMemory { needed: bytes })
             } else {
                 GpuError::from(e)
             }
-        })?);
+        };
+        let slice = Arc::new(stream.clone_htod(&host).map_err(oom)?);
+        stream.synchronize().map_err(oom)?;
         cache.bytes += bytes;
         cache.order.push_back(key.clone());
         cache.slices.insert(key, Arc::clone(&slice));
@@ -277,9 +341,13 @@ impl GpuDevice {
         let plan = LaunchPlan::new(n_cols, lookback, SHARED_BYTES)
             .ok_or(GpuError::Lookback { lookback, n_cols })?;
         let function = self.kernel(strategy.name, code)?;
-        let shard = self.shard(data)?;
+        let stream = self.lend_stream()?;
+        let shard = self.shard(data, &stream)?;
         let n = i64::try_from(data.n_rows()).unwrap_or(i64::MAX);
-        let memory = CudaMemory(self);
+        let memory = CudaMemory {
+            ctx: &self.ctx,
+            stream: &stream,
+        };
         let lane_ids: Vec<usize> = (0..lanes.len()).collect();
         let mut launch = |chunk: &[usize]| -> Result<Vec<RawAccount>, SplitError<GpuError>> {
             let params: Vec<f64> = chunk
@@ -305,13 +373,12 @@ impl GpuDevice {
                     SplitError::Other(GpuError::from(e))
                 }
             };
-            self.stream
-                .memcpy_htod(&params, &mut params_dev)
-                .map_err(other)?;
+            stream.memcpy_htod(&params, &mut params_dev).map_err(other)?;
             let n_lanes = i32::try_from(chunk.len()).unwrap_or(i32::MAX);
+            let (blocks, threads) = plan.shape(chunk.len(), self.multiprocessors);
             let config = LaunchConfig {
-                grid_dim: (plan.blocks(chunk.len()), 1, 1),
-                block_dim: (plan.threads_per_block, 1, 1),
+                grid_dim: (blocks, 1, 1),
+                block_dim: (threads, 1, 1),
                 shared_mem_bytes: u32::try_from(plan.shared_bytes).unwrap_or(u32::MAX),
             };
             let (n_cols_i, stage_i, lookback_i, param_len_i) = (
@@ -326,7 +393,7 @@ impl GpuDevice {
                 i32::try_from(mark).unwrap_or(0),
                 i32::from(intrabar),
             );
-            let mut builder = self.stream.launch_builder(&function);
+            let mut builder = stream.launch_builder(&function);
             builder
                 .arg(shard.as_ref())
                 .arg(&n)
@@ -348,8 +415,8 @@ impl GpuDevice {
             // the `n_cols × (lookback + stage)` doubles the kernel stages.
             unsafe { builder.launch(config) }.map_err(other)?;
             let mut out = vec![0.0f64; out_len];
-            self.stream.memcpy_dtoh(&out_dev, &mut out).map_err(other)?;
-            self.stream.synchronize().map_err(other)?;
+            stream.memcpy_dtoh(&out_dev, &mut out).map_err(other)?;
+            stream.synchronize().map_err(other)?;
             Ok(out
                 .chunks(RawAccount::DEVICE_LEN)
                 .map(RawAccount::from_device)

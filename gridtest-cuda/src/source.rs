@@ -14,8 +14,11 @@ use gridtest::GpuCode;
 use gridtest::engine::{RawAccount, TILE};
 use gridtest::strategy::MAX_COLUMNS;
 
-/// Threads per block.
-pub const BLOCK_THREADS: u32 = 128;
+/// Most threads per block.
+pub const MAX_BLOCK_THREADS: u32 = 128;
+
+/// Fewest threads per block: one warp.
+pub const MIN_BLOCK_THREADS: u32 = 32;
 
 /// Shared memory a block may use without opting in to more (bytes).
 pub const SHARED_BYTES: usize = 48 * 1024;
@@ -23,13 +26,11 @@ pub const SHARED_BYTES: usize = 48 * 1024;
 /// Name of the kernel in the generated module.
 pub const KERNEL_NAME: &str = "gt_run";
 
-/// How a chunk of parameter sets is launched: the block shape, and how many events each block
-/// stages into shared memory per pass. The runner launches with it and the host harness runs
+/// How a chunk of parameter sets is launched: how many events each block stages into shared
+/// memory per pass, and the block shape. The runner launches with it and the host harness runs
 /// the kernel with it, so both share one computation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchPlan {
-    /// Threads per block (one parameter set each).
-    pub threads_per_block: u32,
     /// Events staged per pass (beside the lookback).
     pub stage: usize,
     /// Dynamic shared memory per block: `n_cols × (lookback + stage)` doubles.
@@ -45,25 +46,32 @@ impl LaunchPlan {
     /// use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES};
     /// let plan = LaunchPlan::new(2, 1000, SHARED_BYTES).unwrap();
     /// assert_eq!((plan.stage, plan.shared_bytes), (1024, 2 * 2024 * 8));
-    /// assert_eq!(plan.blocks(955), 8);
+    /// // The W1 grid (955 sets) on a 132-multiprocessor card: 30 blocks of one warp.
+    /// assert_eq!(plan.shape(955, 132), (30, 32));
+    /// // 100 000 sets: blocks of 128 threads.
+    /// assert_eq!(plan.shape(100_000, 132), (782, 128));
     /// ```
     #[must_use]
     pub fn new(n_cols: usize, lookback: usize, shared_limit: usize) -> Option<Self> {
         let stage = stage_len(n_cols, lookback, shared_limit)?;
         Some(Self {
-            threads_per_block: BLOCK_THREADS,
             stage,
             shared_bytes: n_cols.max(1) * (lookback + stage) * 8,
         })
     }
 
-    /// Blocks for `n_lanes` parameter sets (at least one).
+    /// `(blocks, threads per block)` for `n_lanes` parameter sets on a device with
+    /// `multiprocessors` multiprocessors: blocks of [`MAX_BLOCK_THREADS`], narrowed (down to one
+    /// warp) while that would leave multiprocessors idle. A thread runs one parameter set over
+    /// the whole shard, so few sets must be spread over many multiprocessors to keep them busy.
     #[must_use]
-    pub fn blocks(&self, n_lanes: usize) -> u32 {
-        u32::try_from(n_lanes)
-            .unwrap_or(u32::MAX)
-            .div_ceil(self.threads_per_block)
-            .max(1)
+    pub fn shape(&self, n_lanes: usize, multiprocessors: u32) -> (u32, u32) {
+        let lanes = u32::try_from(n_lanes).unwrap_or(u32::MAX).max(1);
+        let mut threads = MAX_BLOCK_THREADS;
+        while threads > MIN_BLOCK_THREADS && lanes.div_ceil(threads) < multiprocessors {
+            threads /= 2;
+        }
+        (lanes.div_ceil(threads), threads)
     }
 }
 
@@ -451,10 +459,17 @@ mod tests {
             let plan = LaunchPlan::new(n_cols, lookback, SHARED_BYTES).unwrap();
             assert!(plan.shared_bytes <= SHARED_BYTES);
             assert_eq!(plan.shared_bytes, n_cols * (lookback + plan.stage) * 8);
-            for lanes in [0, 1, 127, 128, 129, 955, 1000] {
-                let blocks = plan.blocks(lanes) as usize;
-                assert!(blocks * 128 >= lanes && blocks >= 1);
-                assert!(lanes == 0 || (blocks - 1) * 128 < lanes, "no idle block");
+            for multiprocessors in [1, 16, 132] {
+                for lanes in [0usize, 1, 31, 32, 127, 128, 129, 955, 1000, 100_000] {
+                    let (blocks, threads) = plan.shape(lanes, multiprocessors);
+                    let (blocks, threads) = (blocks as usize, threads as usize);
+                    assert!(threads % 32 == 0 && (32..=128).contains(&threads));
+                    assert!(blocks * threads >= lanes && blocks >= 1);
+                    assert!(lanes == 0 || (blocks - 1) * threads < lanes, "no idle block");
+                    if threads > 32 {
+                        assert!(blocks * 2 > multiprocessors as usize, "narrower would spread");
+                    }
+                }
             }
         }
         assert_eq!(LaunchPlan::new(5, 1200, SHARED_BYTES), None);
