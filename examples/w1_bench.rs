@@ -7,16 +7,19 @@
 //! `data/bench-<N>d` and runs on it (no reference), to show how memory behaves as history grows;
 //! `--cache-mb 0` streams every shard.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Parser;
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::{DataKind, RunOptions};
 use gridtest_examples::SmaCrossover;
+
+#[path = "w1_reference.rs"]
+mod w1_reference;
+use w1_reference::Reference;
 
 #[derive(Parser)]
 struct Args {
@@ -49,27 +52,6 @@ fn peak_rss_mib() -> f64 {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
         })
         .map_or(f64::NAN, |kib| kib / 1024.0)
-}
-
-type Row = (u64, u64, f64, f64, f64);
-
-fn read_reference(path: &PathBuf) -> anyhow::Result<BTreeMap<(String, i64, i64), Row>> {
-    let mut r = csv::Reader::from_path(path).with_context(|| format!("{}", path.display()))?;
-    let mut out = BTreeMap::new();
-    for rec in r.records() {
-        let rec = rec?;
-        out.insert(
-            (rec[0].to_owned(), rec[1].parse()?, rec[2].parse()?),
-            (
-                rec[3].parse()?,
-                rec[4].parse()?,
-                rec[5].parse()?,
-                rec[6].parse()?,
-                rec[7].parse()?,
-            ),
-        );
-    }
-    Ok(out)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -155,41 +137,15 @@ fn main() -> anyhow::Result<()> {
     println!("peak RSS           {:.1} MiB", peak_rss_mib());
 
     if let Some(path) = &args.reference {
-        let reference = read_reference(path)?;
-        let (mut tr, mut dd, mut sh, mut n) = (0.0f64, 0.0f64, 0.0f64, 0usize);
-        for (i, shard, outcome) in results.rows() {
-            let set = &results.sets()[i];
-            let get = |k: &str| match set.get(k) {
-                Some(ParamValue::Int(v)) => *v,
-                _ => 0,
-            };
-            let key = (shard.symbol().to_owned(), get("fast"), get("slow"));
-            let Some(&(n_ticks, trades, r_tr, r_dd, r_sh)) = reference.get(&key) else {
-                bail!("cell {key:?} is not in the reference");
-            };
-            let m = outcome.as_ref().expect("no failures");
-            if m.n_ticks != n_ticks || m.trades != trades {
-                bail!("{key:?}: trades {} vs reference {trades}", m.trades);
-            }
-            let rel = (m.total_return - r_tr).abs() / r_tr.abs().max(1e-12);
-            if (m.total_return - r_tr).abs() > (1e-9 * r_tr.abs()).max(1e-12) {
-                bail!(
-                    "{key:?}: total_return {} vs reference {r_tr}",
-                    m.total_return
-                );
-            }
-            tr = tr.max(rel);
-            dd = dd.max((m.max_drawdown - r_dd).abs());
-            sh = sh.max((m.sharpe - r_sh).abs() / r_sh.abs().max(1e-12));
-            n += 1;
-        }
-        if n != reference.len() {
-            bail!("{n} cells compared, the reference has {}", reference.len());
-        }
-        println!(
-            "reference          {n} cells match: trades equal, max rel. diff total_return {tr:.1e}, \
-             max abs. diff drawdown {dd:.1e}, max rel. diff sharpe {sh:.1e}"
-        );
+        let reference = Reference::read(path)?;
+        let cells: Vec<_> = results
+            .rows()
+            .map(|(i, shard, outcome)| {
+                let m = outcome.as_ref().expect("no failures");
+                (shard.symbol(), &results.sets()[i], m)
+            })
+            .collect();
+        println!("reference          {}", reference.check(cells)?);
     }
     Ok(())
 }

@@ -90,7 +90,10 @@ const H200: Launch = Launch {
 
 /// Runs the kernel's host form over `data` for `sets`, launched as the runner would on
 /// `launch`; one accumulator set per parameter set.
-#[allow(clippy::too_many_arguments, reason = "a test helper mirroring one launch")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a test helper mirroring one launch"
+)]
 fn run_harness(
     exe: &Path,
     dir: &Path,
@@ -177,16 +180,7 @@ fn check_parity(
     for symbol in ["S000", "S001"] {
         let data = smoke_shard(symbol);
         let want = cpu(&data);
-        let raw = run_harness(
-            &exe,
-            dir.path(),
-            &code,
-            &data,
-            sets,
-            lookback,
-            exec,
-            launch,
-        );
+        let raw = run_harness(&exe, dir.path(), &code, &data, sets, lookback, exec, launch);
         assert_eq!(raw.len(), sets.len());
         for ((set, want), raw) in sets.iter().zip(&want).zip(raw) {
             let got = raw.finish(data.n_rows(), data.n_days(), exec.trading_days_per_year);
@@ -213,7 +207,7 @@ fn sma_kernel_equals_the_cpu_engine_bit_for_bit() {
 #[test]
 fn sma_kernel_with_narrow_staging_equals_the_cpu_engine() {
     let sets: Vec<ParamSet> = w1_grid().iter().step_by(5).collect();
-    assert!(sets.len() % 128 > 0, "a partly idle block");
+    assert!(!sets.len().is_multiple_of(128), "a partly idle block");
     let lookback = sets
         .iter()
         .map(|s| (find_strategy("sma_crossover").unwrap().lookback)(s).unwrap())

@@ -8,6 +8,7 @@
 //! waits for memory to come back (another slot finishing) or, when nothing else holds memory,
 //! runs as smaller launches.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -73,7 +74,7 @@ pub trait DeviceMemory: Send + Sync {
 /// Admission of launches on one device, shared by its slots.
 #[derive(Debug)]
 pub struct Admission {
-    reserve: u64,
+    reserve: AtomicU64,
     granule: u64,
     lock: Mutex<u64>,
     released: Condvar,
@@ -92,11 +93,22 @@ impl Admission {
     #[must_use]
     pub fn with_granule(reserve: u64, granule: u64) -> Self {
         Self {
-            reserve,
+            reserve: AtomicU64::new(reserve),
             granule: granule.max(1),
             lock: Mutex::new(0),
             released: Condvar::new(),
         }
+    }
+
+    /// Bytes kept free on the device.
+    #[must_use]
+    pub fn reserve(&self) -> u64 {
+        self.reserve.load(Ordering::Relaxed)
+    }
+
+    /// Changes the bytes kept free (later admissions see it).
+    pub fn set_reserve(&self, bytes: u64) {
+        self.reserve.store(bytes, Ordering::Relaxed);
     }
 
     /// Bytes a request of `needed` bytes takes on the device: whole pages.
@@ -124,7 +136,7 @@ impl Admission {
         let deadline = std::time::Instant::now() + patience;
         let charged = self.charged(needed);
         loop {
-            if device.free_bytes().saturating_sub(self.reserve) >= charged
+            if device.free_bytes().saturating_sub(self.reserve()) >= charged
                 && let Ok(allocation) = device.allocate(needed)
             {
                 *held += charged;

@@ -4,6 +4,7 @@
 //! run (one per GPU scorer) has its own stream, so the slots of a card overlap.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -159,6 +160,8 @@ pub struct GpuDevice {
     /// Idle streams; a run takes one (or makes one) and gives it back.
     streams: Mutex<Vec<Arc<CudaStream>>>,
     admission: Admission,
+    launches: AtomicU64,
+    splits: AtomicU64,
     kernels: Mutex<HashMap<[u8; 32], CudaFunction>>,
     shards: Mutex<ShardCache>,
 }
@@ -189,6 +192,8 @@ impl GpuDevice {
             multiprocessors,
             streams: Mutex::new(Vec::new()),
             admission: Admission::new(reserve),
+            launches: AtomicU64::new(0),
+            splits: AtomicU64::new(0),
             kernels: Mutex::new(HashMap::new()),
             shards: Mutex::new(ShardCache {
                 budget: shard_budget,
@@ -201,6 +206,27 @@ impl GpuDevice {
     #[must_use]
     pub fn multiprocessors(&self) -> u32 {
         self.multiprocessors
+    }
+
+    /// The device's free memory as the driver reports it now, bytes.
+    #[must_use]
+    pub fn free_bytes(&self) -> u64 {
+        self.ctx.mem_get_info().map_or(0, |(free, _)| free as u64)
+    }
+
+    /// Admission of launches on this device (its reserve can be changed).
+    #[must_use]
+    pub fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// Kernel launches so far, and launches refused for memory (then split).
+    #[must_use]
+    pub fn launch_counts(&self) -> (u64, u64) {
+        (
+            self.launches.load(Ordering::Relaxed),
+            self.splits.load(Ordering::Relaxed),
+        )
     }
 
     fn lend_stream(&self) -> Result<LentStream<'_>, GpuError> {
@@ -363,17 +389,23 @@ impl GpuDevice {
             let mut admitted = self
                 .admission
                 .admit(&memory, needed, PATIENCE)
-                .map_err(SplitError::OutOfMemory)?;
+                .map_err(|oom| {
+                    self.splits.fetch_add(1, Ordering::Relaxed);
+                    SplitError::OutOfMemory(oom)
+                })?;
             let buffer = admitted.allocation();
             let (mut params_dev, mut out_dev) = buffer.split_at_mut(params.len());
             let other = |e: DriverError| {
                 if is_oom(&e) {
+                    self.splits.fetch_add(1, Ordering::Relaxed);
                     SplitError::OutOfMemory(OutOfMemory { needed })
                 } else {
                     SplitError::Other(GpuError::from(e))
                 }
             };
-            stream.memcpy_htod(&params, &mut params_dev).map_err(other)?;
+            stream
+                .memcpy_htod(&params, &mut params_dev)
+                .map_err(other)?;
             let n_lanes = i32::try_from(chunk.len()).unwrap_or(i32::MAX);
             let (blocks, threads) = plan.shape(chunk.len(), self.multiprocessors);
             let config = LaunchConfig {
@@ -414,6 +446,7 @@ impl GpuDevice {
             // parameters, `n_lanes × GT_OUT_LEN` results), and the shared memory requested is
             // the `n_cols × (lookback + stage)` doubles the kernel stages.
             unsafe { builder.launch(config) }.map_err(other)?;
+            self.launches.fetch_add(1, Ordering::Relaxed);
             let mut out = vec![0.0f64; out_len];
             stream.memcpy_dtoh(&out_dev, &mut out).map_err(other)?;
             stream.synchronize().map_err(other)?;

@@ -465,9 +465,15 @@ mod tests {
                     let (blocks, threads) = (blocks as usize, threads as usize);
                     assert!(threads % 32 == 0 && (32..=128).contains(&threads));
                     assert!(blocks * threads >= lanes && blocks >= 1);
-                    assert!(lanes == 0 || (blocks - 1) * threads < lanes, "no idle block");
+                    assert!(
+                        lanes == 0 || (blocks - 1) * threads < lanes,
+                        "no idle block"
+                    );
                     if threads > 32 {
-                        assert!(blocks * 2 > multiprocessors as usize, "narrower would spread");
+                        assert!(
+                            blocks * 2 > multiprocessors as usize,
+                            "narrower would spread"
+                        );
                     }
                 }
             }
