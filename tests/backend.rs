@@ -9,7 +9,7 @@ use gridtest::data::ShardData;
 use gridtest::engine::ExecModel;
 use gridtest::strategy::StrategyEntry;
 use gridtest::sweep::{CellFailure, CellOutcome};
-use gridtest::{Grid, ParamSet, RunOptions, Sweep};
+use gridtest::{Grid, ParamSet, RunOptions, Sweep, SweepResults};
 use gridtest_examples::{Momentum, SmaCrossover};
 use gridtest_tests::{quiet, run_with, w1_smoke};
 
@@ -41,11 +41,38 @@ impl UnitBackend for StandIn {
     }
 }
 
+/// A slot whose device fails every chunk (as a driver or compiler error would), offered only
+/// to runs that ask for a slot count of 6.
+struct Broken;
+
+impl UnitBackend for Broken {
+    fn slot(&self) -> String {
+        "gpu8-0".to_owned()
+    }
+
+    fn supports(&self, strategy: &StrategyEntry) -> bool {
+        (strategy.gpu)().is_some()
+    }
+
+    fn run(
+        &self,
+        _: &StrategyEntry,
+        _: &ShardData,
+        _: &[ParamSet],
+        _: &ExecModel,
+    ) -> Result<Vec<CellOutcome>, CellFailure> {
+        Err(CellFailure::new(
+            gridtest::sweep::FailureKind::Crash,
+            "gpu8-0: CUDA driver: CUDA_ERROR_LAUNCH_FAILED",
+        ))
+    }
+}
+
 fn stand_in(settings: &BackendSettings) -> Vec<Arc<dyn UnitBackend>> {
-    if settings.gpu_slots_per_device == 7 {
-        vec![Arc::new(StandIn)]
-    } else {
-        Vec::new()
+    match settings.gpu_slots_per_device {
+        7 => vec![Arc::new(StandIn)],
+        6 => vec![Arc::new(Broken)],
+        _ => Vec::new(),
     }
 }
 
@@ -65,37 +92,70 @@ fn with_slot() -> RunOptions {
     }
 }
 
+/// Runs `sweep` with `opts` until the slot `slot` took some of its units (scorers pull work, so
+/// on a loaded machine the CPU scorer may now and then take every unit of a small sweep before
+/// the slot asks): at most five tries, each checked against the CPU-only run.
+fn run_until_the_slot_works(sweep: &Sweep, opts: &RunOptions, slot: &str) -> SweepResults {
+    let cpu_only = run_with(sweep, &quiet()).unwrap();
+    for _ in 0..5 {
+        let results = run_with(sweep, opts).unwrap();
+        assert_eq!(results.failures().count(), 0);
+        assert_eq!(
+            results.cells(),
+            cpu_only.cells(),
+            "the slot changed results"
+        );
+        let info = results.run_info().unwrap();
+        if info.gpu_slots.get(slot).is_some_and(|s| s.units > 0) {
+            return results;
+        }
+    }
+    panic!("the slot {slot} never took a unit in five sweeps");
+}
+
 #[test]
 fn a_backend_slot_runs_units_of_strategies_with_device_code() {
     let (data, _) = w1_smoke();
     let sweep = Sweep::of::<SmaCrossover>()
         .grid(gridtest_tests::w1_grid())
         .data(data.display().to_string());
-    let with = run_with(&sweep, &with_slot()).unwrap();
-    let without = run_with(&sweep, &quiet()).unwrap();
-    assert_eq!(with.cells(), without.cells());
+    let with = run_until_the_slot_works(&sweep, &with_slot(), "local/gpu9-0");
     let info = with.run_info().unwrap();
-    let slot = info
-        .gpu_slots
-        .get("local/gpu9-0")
-        .expect("the slot ran units");
+    let slot = &info.gpu_slots["local/gpu9-0"];
     assert!(slot.units > 0 && slot.cells > 0, "{slot:?}");
 
+    // 100 momentum sets × 2 shards in units of 10 sets: 20 units, so the slot gets some.
     let momentum = Sweep::of::<Momentum>()
         .grid(
             Grid::new()
-                .axis("window", [10, 100])
+                .axis("window", (10..=1000).step_by(10))
                 .axis("threshold_bps", [1.0]),
         )
         .data(data.display().to_string());
-    assert!(
-        run_with(&momentum, &with_slot())
-            .unwrap()
-            .run_info()
-            .unwrap()
-            .gpu_slots
-            .contains_key("local/gpu9-0")
-    );
+    let small_units = RunOptions {
+        unit_evals: 60_000,
+        ..with_slot()
+    };
+    run_until_the_slot_works(&momentum, &small_units, "local/gpu9-0");
+}
+
+/// A device that fails every unit loses no cell: each unit it took is computed on the CPU
+/// engine instead, and the sweep equals the CPU-only run.
+#[test]
+fn a_failing_device_loses_no_cell() {
+    let (data, _) = w1_smoke();
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(gridtest_tests::w1_grid())
+        .data(data.display().to_string());
+    let broken = RunOptions {
+        backends: Some(BackendSettings {
+            gpu_slots_per_device: 6,
+            ..BackendSettings::default()
+        }),
+        ..with_slot()
+    };
+    // Every unit the broken slot takes is computed on the CPU engine instead.
+    run_until_the_slot_works(&sweep, &broken, "local/gpu8-0");
 }
 
 #[test]

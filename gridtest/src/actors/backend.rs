@@ -32,7 +32,9 @@ pub trait UnitBackend: Send + Sync + 'static {
     /// outcome per set, in order.
     ///
     /// # Errors
-    /// A failure for the whole chunk (the ledger retries it, possibly elsewhere).
+    /// A failure of the device for the whole chunk: the scorer logs it and computes the chunk
+    /// on the CPU engine instead (cells that fail on their own, such as a parameter set the
+    /// strategy refuses, are outcomes in the returned vector, not errors).
     fn run(
         &self,
         strategy: &StrategyEntry,

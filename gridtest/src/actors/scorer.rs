@@ -228,7 +228,13 @@ async fn run_unit(
             let rows = data.n_rows();
             let backend = args.backend.clone().filter(|b| b.supports(&strategy));
             let joined = tokio::task::spawn_blocking(move || match backend {
-                Some(b) => b.run(&strategy, &data, &sets, &exec),
+                Some(b) => b.run(&strategy, &data, &sets, &exec).or_else(|e| {
+                    // The device failed the whole chunk (driver, compiler, memory): the CPU
+                    // engine computes the same cells, so the unit is not lost to it.
+                    tracing::warn!(slot = %b.slot(), shard = %data.shard(), error = %e,
+                        "backend failed a unit; running it on the CPU engine");
+                    Ok((strategy.run)(&data, &sets, &exec))
+                }),
                 None => Ok((strategy.run)(&data, &sets, &exec)),
             })
             .await;
