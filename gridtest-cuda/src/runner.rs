@@ -70,7 +70,7 @@ fn is_oom(e: &DriverError) -> bool {
 
 /// Device memory as the driver reports it; allocations are real, ordered on one run's stream.
 struct CudaMemory<'a> {
-    ctx: &'a CudaContext,
+    device: &'a GpuDevice,
     stream: &'a Arc<CudaStream>,
 }
 
@@ -78,7 +78,7 @@ impl DeviceMemory for CudaMemory<'_> {
     type Allocation = CudaSlice<f64>;
 
     fn free_bytes(&self) -> u64 {
-        self.ctx.mem_get_info().map_or(0, |(free, _)| free as u64)
+        self.device.free_bytes()
     }
 
     fn allocate(&self, bytes: u64) -> Result<CudaSlice<f64>, OutOfMemory> {
@@ -371,7 +371,7 @@ impl GpuDevice {
         let shard = self.shard(data, &stream)?;
         let n = i64::try_from(data.n_rows()).unwrap_or(i64::MAX);
         let memory = CudaMemory {
-            ctx: &self.ctx,
+            device: self,
             stream: &stream,
         };
         let lane_ids: Vec<usize> = (0..lanes.len()).collect();
