@@ -34,7 +34,7 @@ else
 fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
     driver=$(find /usr/local/nvidia /usr/lib/x86_64-linux-gnu -name 'libcuda.so.1' 2>/dev/null | head -n 1)
-    [ -n "$driver" ] && export LD_LIBRARY_PATH="$(dirname "$driver"):$LD_LIBRARY_PATH"
+    [ -n "$driver" ] && export LD_LIBRARY_PATH="$(dirname "$driver")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     echo "driver: ${driver:-not found}"
 fi
 
