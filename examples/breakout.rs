@@ -1,6 +1,7 @@
 //! Channel breakout on bars: go long when the close breaks above the highest high of the
 //! previous `entry` bars, exit when it falls below the lowest low of the previous `exit` bars.
-//! Optionally symmetric on the short side.
+//! Optionally symmetric on the short side. Ships a CPU and a GPU implementation (the GPU kernel's
+//! bar path: fills at the open, marks at the close, intrabar moves).
 
 use gridtest::prelude::*;
 
@@ -77,4 +78,52 @@ impl Strategy for Breakout {
         }
         self.position
     }
+
+    fn gpu_code() -> Option<GpuCode> {
+        Some(GpuCode {
+            source: BREAKOUT_CUDA,
+            state_len: 1,
+            pack: pack_numeric::<BreakoutParams>,
+        })
+    }
 }
+
+/// The same strategy as CUDA C. `params = [entry, exit, short (0 or 1)]`, `state = [position]`;
+/// bar columns `col[0..5]` = open, high, low, close, volume. Maxima and minima are exact, so
+/// the decisions are the CPU's.
+pub const BREAKOUT_CUDA: &str = r#"
+__device__ void gt_init(double* s, const double* p) { s[0] = 0.0; }
+
+__device__ double gt_highest(const double* high, long long from, long long n) {
+    double m = -1.7976931348623157e308;
+    for (long long k = from; k < from + n; ++k) m = fmax(m, high[-k]);
+    return m;
+}
+
+__device__ double gt_lowest(const double* low, long long from, long long n) {
+    double m = 1.7976931348623157e308;
+    for (long long k = from; k < from + n; ++k) m = fmin(m, low[-k]);
+    return m;
+}
+
+__device__ double gt_step(double* s, const double* p, const double* const* col, long long index) {
+    long long entry = (long long)p[0];
+    long long exit = (long long)p[1];
+    int shorts = p[2] != 0.0;
+    if (index < (entry > exit ? entry : exit)) return 0.0;
+    const double* high = col[1];
+    const double* low = col[2];
+    double close = col[3][0];
+    double upper = gt_highest(high, 1, entry);
+    double lower = gt_lowest(low, 1, entry);
+    int exit_long = s[0] > 0.0 && close < gt_lowest(low, 1, exit);
+    int exit_short = s[0] < 0.0 && close > gt_highest(high, 1, exit);
+    if (exit_long || exit_short) s[0] = 0.0;
+    if (close > upper) {
+        s[0] = 1.0;
+    } else if (shorts && close < lower) {
+        s[0] = -1.0;
+    }
+    return s[0];
+}
+"#;

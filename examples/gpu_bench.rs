@@ -6,7 +6,8 @@
 //! --reference ../shared/data/w1/default_reference.csv` (the W1 workload; used by
 //! `gridtest-cuda/scripts/device-check.sh`). Without `--data`: a synthetic W1-shaped dataset
 //! (4 symbols × 20 days × 50 000 ticks) generated under `data/gpu-bench` if absent. Without a
-//! GPU it runs the CPU half, says why there is no GPU half, and exits 0.
+//! GPU it runs the CPU half, says why there is no GPU half, and exits 0. `--strategy breakout`
+//! runs on bars (synthetic: 10 ticks per bar, 100 000 bars per symbol).
 //!
 //! `--squeeze` then runs a large grid with the device's reserve raised so that only a few MiB
 //! stay admissible: the slots must wait and split their launches; every cell must still equal
@@ -26,7 +27,7 @@ use gridtest::strategy::find_strategy;
 use gridtest::{CellOutcome, DataKind};
 use gridtest_cuda::admission::ALLOCATION_GRANULE;
 use gridtest_cuda::runner::GpuDevice;
-use gridtest_examples::{Momentum, SmaCrossover};
+use gridtest_examples::{Breakout, Momentum, SmaCrossover};
 
 #[path = "w1_reference.rs"]
 mod w1_reference;
@@ -37,7 +38,8 @@ struct Args {
     /// Dataset (default: synthetic, generated if absent).
     #[arg(long)]
     data: Option<String>,
-    /// sma_crossover (the W1 grid) or momentum (long/short, 1 000 sets).
+    /// sma_crossover (the W1 grid), momentum (long/short ticks, 1 000 sets) or breakout
+    /// (long/short bars, 240 sets).
     #[arg(long, default_value = "sma_crossover")]
     strategy: String,
     /// W1 reference CSV: the CPU cells must match it (sma_crossover on the W1 dataset).
@@ -68,6 +70,10 @@ fn grid(strategy: &str) -> Grid {
         "momentum" => Grid::new()
             .axis("window", (10..=2000).step_by(10))
             .axis("threshold_bps", [0.0, 1.0, 2.5, 5.0, 10.0]),
+        "breakout" => Grid::new()
+            .axis("entry", (5..=200).step_by(5))
+            .axis("exit", [5, 20, 60])
+            .axis("short", [false, true]),
         _ => Grid::new()
             .axis("fast", (5..=100).step_by(5))
             .axis("slow", (20..=1000).step_by(20))
@@ -83,6 +89,7 @@ fn cpu_chunk(
 ) -> Vec<CellOutcome> {
     match strategy {
         "momentum" => run_chunk::<Momentum>(data, sets, exec),
+        "breakout" => run_chunk::<Breakout>(data, sets, exec),
         _ => run_chunk::<SmaCrossover>(data, sets, exec),
     }
 }
@@ -192,9 +199,9 @@ fn compare(gpu: &[Vec<CellOutcome>], cpu: &[Vec<CellOutcome>]) -> (usize, usize,
     (cells, identical, trades, max_rel)
 }
 
-fn load(location: &str) -> anyhow::Result<Vec<ShardData>> {
+fn load(location: &str, kind: DataKind) -> anyhow::Result<Vec<ShardData>> {
     let rt = tokio::runtime::Runtime::new()?;
-    let dataset = Dataset::try_new(location, DataKind::Ticks)?;
+    let dataset = Dataset::try_new(location, kind)?;
     let reader = ShardReader::try_new(&dataset)?;
     let shards = rt.block_on(dataset.plan_shards(None, None, None))?;
     Ok(shards
@@ -204,19 +211,32 @@ fn load(location: &str) -> anyhow::Result<Vec<ShardData>> {
 }
 
 fn synthetic(dir: &str, spec: &synth::SynthSpec) -> anyhow::Result<String> {
-    synth::ensure_blocking(&Dataset::try_new(dir, DataKind::Ticks)?, spec)?;
+    let kind = if spec.ticks_per_bar.is_some() {
+        DataKind::Bars
+    } else {
+        DataKind::Ticks
+    };
+    synth::ensure_blocking(&Dataset::try_new(dir, kind)?, spec)?;
     Ok(dir.to_owned())
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     println!("{}", gridtest_cuda::device::describe());
-    let location = match &args.data {
-        Some(d) => d.clone(),
-        None => synthetic("data/gpu-bench", &synth::SynthSpec::default())?,
+    let kind = find_strategy(&args.strategy)?.kind;
+    let location = match (&args.data, kind) {
+        (Some(d), _) => d.clone(),
+        (None, DataKind::Ticks) => synthetic("data/gpu-bench", &synth::SynthSpec::default())?,
+        (None, DataKind::Bars) => synthetic(
+            "data/gpu-bench-bars",
+            &synth::SynthSpec {
+                ticks_per_bar: Some(10),
+                ..synth::SynthSpec::default()
+            },
+        )?,
     };
     let t = Instant::now();
-    let data = load(&location)?;
+    let data = load(&location, kind)?;
     println!(
         "loaded {} shards of {location} in {:.2}s",
         data.len(),
@@ -331,7 +351,7 @@ fn squeeze(device: &GpuDevice, args: &Args, threads: usize) -> anyhow::Result<()
             ..synth::SynthSpec::default()
         },
     )?;
-    let data = load(&location)?;
+    let data = load(&location, DataKind::Ticks)?;
     let sets: Vec<ParamSet> = Grid::new()
         .axis("fast", 1..=150)
         .axis("slow", (2..=2000).step_by(3))

@@ -158,6 +158,32 @@ fn a_failing_device_loses_no_cell() {
     run_until_the_slot_works(&sweep, &broken, "local/gpu8-0");
 }
 
+/// A bars strategy with no device code: long from the `after`-th bar on.
+#[derive(gridtest::Params, Clone, Debug)]
+struct LongAfterParams {
+    after: usize,
+}
+
+struct LongAfter {
+    after: u64,
+}
+
+#[gridtest::strategy(name = "test_long_after_cpu_only")]
+impl gridtest::Strategy for LongAfter {
+    type Params = LongAfterParams;
+    type Feed = gridtest::Bars;
+
+    fn new(p: &LongAfterParams) -> Self {
+        Self {
+            after: p.after as u64,
+        }
+    }
+
+    fn on_data(&mut self, now: &gridtest::Cursor<'_, gridtest::Bars>) -> f64 {
+        if now.index() >= self.after { 1.0 } else { 0.0 }
+    }
+}
+
 #[test]
 fn strategies_without_device_code_stay_off_backend_slots() {
     let bars = gridtest_tests::Scratch::new();
@@ -168,13 +194,8 @@ fn strategies_without_device_code_stay_off_backend_slots() {
         ticks_per_bar: Some(20),
         ..gridtest::data::synth::SynthSpec::default()
     });
-    let sweep = Sweep::of::<gridtest_examples::Breakout>()
-        .grid(
-            Grid::new()
-                .axis("entry", [5, 20])
-                .axis("exit", [5])
-                .axis("short", [false, true]),
-        )
+    let sweep = Sweep::of::<LongAfter>()
+        .grid(Grid::new().axis("after", [0, 5, 20, 50]))
         .data(bars.location());
     let results = run_with(&sweep, &with_slot()).unwrap();
     assert_eq!(results.cells().len(), 4);

@@ -11,10 +11,10 @@ use std::process::Command;
 use gridtest::data::{Shard, ShardData, ShardReader};
 use gridtest::engine::{RawAccount, run_chunk};
 use gridtest::strategy::{Feed, find_strategy};
-use gridtest::{DataKind, ExecModel, GpuCode, Grid, ParamSet, Ticks};
+use gridtest::{Bars, DataKind, ExecModel, GpuCode, Grid, ParamSet, Ticks};
 use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES, host_harness_source};
-use gridtest_examples::{Momentum, SmaCrossover};
-use gridtest_tests::{runtime, w1_grid, w1_smoke};
+use gridtest_examples::{Breakout, Momentum, SmaCrossover};
+use gridtest_tests::{Scratch, runtime, w1_grid, w1_smoke};
 
 fn smoke_shard(symbol: &str) -> ShardData {
     let (data, _) = w1_smoke();
@@ -104,7 +104,15 @@ fn run_harness(
     exec: &ExecModel,
     launch: Launch,
 ) -> Vec<RawAccount> {
-    let n_cols = Ticks::COLUMNS.len();
+    let (n_cols, fill, mark, intrabar) = match data.kind() {
+        DataKind::Ticks => (
+            Ticks::COLUMNS.len(),
+            Ticks::FILL,
+            Ticks::MARK,
+            Ticks::INTRABAR,
+        ),
+        DataKind::Bars => (Bars::COLUMNS.len(), Bars::FILL, Bars::MARK, Bars::INTRABAR),
+    };
     let mut cols = Vec::new();
     for c in 0..n_cols {
         for b in data.batches() {
@@ -130,9 +138,9 @@ fn run_harness(
             sets.len().to_string(),
             format!("{:e}", exec.cost_rate()),
             format!("{:e}", exec.max_leverage),
-            Ticks::FILL.to_string(),
-            Ticks::MARK.to_string(),
-            "0".to_owned(),
+            fill.to_string(),
+            mark.to_string(),
+            u8::from(intrabar).to_string(),
             blocks.to_string(),
             threads.to_string(),
             plan.shared_bytes.to_string(),
@@ -154,8 +162,11 @@ fn run_harness(
         .collect()
 }
 
+/// The kernel of strategy `name` (emulated) against the CPU engine `cpu`, every cell of `sets`
+/// on each of `shards`, bit for bit.
 fn check_parity(
     name: &str,
+    shards: &[ShardData],
     sets: &[ParamSet],
     exec: &ExecModel,
     launch: Launch,
@@ -177,28 +188,39 @@ fn check_parity(
         .max()
         .unwrap()
         .max(1);
-    for symbol in ["S000", "S001"] {
-        let data = smoke_shard(symbol);
-        let want = cpu(&data);
-        let raw = run_harness(&exe, dir.path(), &code, &data, sets, lookback, exec, launch);
+    for data in shards {
+        let want = cpu(data);
+        let raw = run_harness(&exe, dir.path(), &code, data, sets, lookback, exec, launch);
         assert_eq!(raw.len(), sets.len());
         for ((set, want), raw) in sets.iter().zip(&want).zip(raw) {
             let got = raw.finish(data.n_rows(), data.n_days(), exec.trading_days_per_year);
+            assert!(got.is_ok(), "{name} [{set}]: {got:?}");
             assert_eq!(
-                &got, want,
-                "{name} [{set}] on {symbol}: device code differs from the CPU engine"
+                &got,
+                want,
+                "{name} [{set}] on {}: device code differs from the CPU engine",
+                data.shard()
             );
         }
     }
+}
+
+fn smoke_shards() -> Vec<ShardData> {
+    ["S000", "S001"].map(smoke_shard).into()
 }
 
 #[test]
 fn sma_kernel_equals_the_cpu_engine_bit_for_bit() {
     let sets: Vec<ParamSet> = w1_grid().iter().collect();
     let exec = ExecModel::default().with_commission_bps(1.0);
-    check_parity("sma_crossover", &sets, &exec, H200, |data| {
-        run_chunk::<SmaCrossover>(data, &sets, &exec)
-    });
+    check_parity(
+        "sma_crossover",
+        &smoke_shards(),
+        &sets,
+        &exec,
+        H200,
+        |data| run_chunk::<SmaCrossover>(data, &sets, &exec),
+    );
 }
 
 /// Shared memory squeezed so that each block stages 37 events per pass: the lookback spans
@@ -223,9 +245,14 @@ fn sma_kernel_with_narrow_staging_equals_the_cpu_engine() {
         shared_limit: limit,
         multiprocessors: 1,
     };
-    check_parity("sma_crossover", &sets, &exec, launch, |data| {
-        run_chunk::<SmaCrossover>(data, &sets, &exec)
-    });
+    check_parity(
+        "sma_crossover",
+        &smoke_shards(),
+        &sets,
+        &exec,
+        launch,
+        |data| run_chunk::<SmaCrossover>(data, &sets, &exec),
+    );
 }
 
 #[test]
@@ -238,9 +265,55 @@ fn momentum_kernel_equals_the_cpu_engine_bit_for_bit() {
     let exec = ExecModel::default()
         .with_commission_bps(2.0)
         .with_slippage_bps(1.5);
-    check_parity("momentum", &sets, &exec, H200, |data| {
+    check_parity("momentum", &smoke_shards(), &sets, &exec, H200, |data| {
         run_chunk::<Momentum>(data, &sets, &exec)
     });
+}
+
+/// The kernel's bar path: five columns, fills at the open, marks at the close with the move
+/// inside the bar, long and short breakouts, fees; in the H200 shape and with shared memory
+/// squeezed to 41 bars per pass.
+#[test]
+fn breakout_kernel_on_bars_equals_the_cpu_engine_bit_for_bit() {
+    let scratch = Scratch::new();
+    scratch.synth(&gridtest::data::synth::SynthSpec {
+        symbols: 2,
+        days: 3,
+        ticks_per_day: 8000,
+        ticks_per_bar: Some(10),
+        ..gridtest::data::synth::SynthSpec::default()
+    });
+    let dataset = scratch.dataset(DataKind::Bars);
+    let reader = ShardReader::try_new(&dataset).unwrap();
+    let shards: Vec<ShardData> = runtime()
+        .block_on(dataset.plan_shards(None, None, None))
+        .unwrap()
+        .iter()
+        .map(|s| runtime().block_on(reader.load(s)).unwrap())
+        .collect();
+    assert_eq!(shards.len(), 2);
+    let sets: Vec<ParamSet> = Grid::new()
+        .axis("entry", [5, 20, 60, 200])
+        .axis("exit", [3, 10, 50])
+        .axis("short", [false, true])
+        .iter()
+        .collect();
+    let exec = ExecModel::default()
+        .with_commission_bps(1.0)
+        .with_slippage_bps(0.5);
+    let cpu = |data: &ShardData| run_chunk::<Breakout>(data, &sets, &exec);
+    let trades: u64 = shards
+        .iter()
+        .flat_map(|d| cpu(d))
+        .map(|c| c.unwrap().trades)
+        .sum();
+    assert!(trades > 100, "the grid trades ({trades} trades)");
+    check_parity("breakout", &shards, &sets, &exec, H200, cpu);
+    let narrow = Launch {
+        shared_limit: Bars::COLUMNS.len() * 8 * (200 + 41),
+        multiprocessors: 1,
+    };
+    check_parity("breakout", &shards, &sets, &exec, narrow, cpu);
 }
 
 #[test]
@@ -300,7 +373,7 @@ fn generated_kernels_compile_with_nvrtc() {
         );
         return;
     }
-    for name in ["sma_crossover", "momentum"] {
+    for name in ["sma_crossover", "momentum", "breakout"] {
         let code = (find_strategy(name).unwrap().gpu)().unwrap();
         let ptx = gridtest_cuda::runner::compile(name, &code).unwrap_or_else(|e| panic!("{e}"));
         let text = ptx.to_src();

@@ -6,7 +6,9 @@
 #      vs the CPU engine on every core of the same machine, then the squeeze (4 slots, a ~100 k-set
 #      grid, 8 MiB admissible beyond the reserve: launches must split, cells must still match,
 #      free memory sampled throughout must stay above the reserve);
-#   3. the momentum grid (long/short, 1 000 sets) on W1.
+#   3. the momentum grid (long/short, 1 000 sets) on W1;
+#   4. the breakout grid (long/short, 240 sets) on synthetic bars (4 × 100 000 bars): the
+#      kernel's bar path (fill at the open, mark at the close, intrabar moves).
 # Prints a summary; exit status non-zero on any disagreement. Output also under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -61,9 +63,10 @@ run() {   # name, args...
 run smoke --data tests/data/w1/smoke --reference tests/data/w1/smoke_reference.csv
 run w1 --data .device/w1/default --reference .device/w1/default_reference.csv --squeeze
 run momentum --data .device/w1/default --strategy momentum
+run breakout --strategy breakout
 
 echo "== summary"
-grep -h -E '^\||parity|squeeze|reference|SKIPPED|Error|error' "$out"/smoke.txt "$out"/w1.txt "$out"/momentum.txt
+grep -h -E '^\||parity|squeeze|reference|SKIPPED|Error|error' "$out"/smoke.txt "$out"/w1.txt "$out"/momentum.txt "$out"/breakout.txt
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,clocks_throttle_reasons.active --format=csv || true
 [ "$failed" = 0 ] && echo "DEVICE CHECK PASSED" || echo "DEVICE CHECK FAILED"
 exit "$failed"
