@@ -304,7 +304,7 @@ fn breakout_kernel_on_bars_equals_the_cpu_engine_bit_for_bit() {
     let cpu = |data: &ShardData| run_chunk::<Breakout>(data, &sets, &exec);
     let trades: u64 = shards
         .iter()
-        .flat_map(|d| cpu(d))
+        .flat_map(&cpu)
         .map(|c| c.unwrap().trades)
         .sum();
     assert!(trades > 100, "the grid trades ({trades} trades)");
