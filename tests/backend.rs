@@ -3,6 +3,7 @@
 //! code, shows in the per-GPU-scorer figures, and its cells are those of the CPU run.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use gridtest::actors::{BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend};
 use gridtest::data::ShardData;
@@ -68,10 +69,43 @@ impl UnitBackend for Broken {
     }
 }
 
+/// Most parameter sets [`Batching`] got in one call.
+static BATCHED_MOST: AtomicUsize = AtomicUsize::new(0);
+
+/// A slot that wants 400 sets per call (as a GPU wants thousands), offered only to runs that
+/// ask for a slot count of 5; the CPU engine behind it, recording the largest call.
+struct Batching;
+
+impl UnitBackend for Batching {
+    fn slot(&self) -> String {
+        "gpu7-0".to_owned()
+    }
+
+    fn supports(&self, strategy: &StrategyEntry) -> bool {
+        (strategy.gpu)().is_some()
+    }
+
+    fn batch_sets(&self) -> usize {
+        400
+    }
+
+    fn run(
+        &self,
+        strategy: &StrategyEntry,
+        data: &ShardData,
+        sets: &[ParamSet],
+        exec: &ExecModel,
+    ) -> Result<Vec<CellOutcome>, CellFailure> {
+        BATCHED_MOST.fetch_max(sets.len(), Ordering::SeqCst);
+        Ok((strategy.run)(data, sets, exec))
+    }
+}
+
 fn stand_in(settings: &BackendSettings) -> Vec<Arc<dyn UnitBackend>> {
     match settings.gpu_slots_per_device {
         7 => vec![Arc::new(StandIn)],
         6 => vec![Arc::new(Broken)],
+        5 => vec![Arc::new(Batching)],
         _ => Vec::new(),
     }
 }
@@ -137,6 +171,32 @@ fn a_backend_slot_runs_units_of_strategies_with_device_code() {
         ..with_slot()
     };
     run_until_the_slot_works(&momentum, &small_units, "local/gpu9-0");
+}
+
+/// A slot that wants more sets per call than a unit has leases further units of the same shard
+/// and runs them in one call; every cell is reported under its own unit, as in the CPU run.
+#[test]
+fn a_slot_that_wants_many_sets_runs_several_units_at_once() {
+    let (data, _) = w1_smoke();
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(gridtest_tests::w1_grid())
+        .data(data.display().to_string());
+    // Units of at most 100 sets (600 000 evaluations over 6 000 ticks).
+    let batching = RunOptions {
+        backends: Some(BackendSettings {
+            gpu_slots_per_device: 5,
+            ..BackendSettings::default()
+        }),
+        ..with_slot()
+    };
+    let results = run_until_the_slot_works(&sweep, &batching, "local/gpu7-0");
+    let most = BATCHED_MOST.load(Ordering::SeqCst);
+    assert!(
+        (101..=500).contains(&most),
+        "units were batched up to 400 sets: largest call {most}"
+    );
+    let slot = &results.run_info().unwrap().gpu_slots["local/gpu7-0"];
+    assert!(slot.units >= 2, "{slot:?}");
 }
 
 /// A device that fails every unit loses no cell: each unit it took is computed on the CPU

@@ -35,6 +35,12 @@ impl UnitBackend for GpuSlot {
         (strategy.gpu)().is_some()
     }
 
+    fn batch_sets(&self) -> usize {
+        // A thread per parameter set: one warp per multiprocessor at least, so a slot's launch
+        // can occupy the whole card (CPU-sized units hold a few hundred sets).
+        self.device.multiprocessors() as usize * crate::source::MIN_BLOCK_THREADS as usize
+    }
+
     fn telemetry(&self) -> Option<String> {
         // One reading per device, from its first slot.
         if self.index != 0 {

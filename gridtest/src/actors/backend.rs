@@ -28,6 +28,14 @@ pub trait UnitBackend: Send + Sync + 'static {
         None
     }
 
+    /// Parameter sets worth running in one call: a scorer on this backend leases more units of
+    /// the same shard until it holds this many sets, and runs them together (a GPU needs
+    /// thousands of lanes to fill its multiprocessors; CPU-sized units have hundreds). 0: one
+    /// unit at a time.
+    fn batch_sets(&self) -> usize {
+        0
+    }
+
     /// Runs a chunk of parameter sets over a loaded shard (called on a blocking thread); one
     /// outcome per set, in order.
     ///

@@ -111,6 +111,7 @@ impl Actor for Scorer {
                     worker: state.args.worker.clone(),
                     cached,
                     gpu: state.args.backend.is_some(),
+                    pending_only: false,
                 };
                 let lease = supervisor
                     .call(
@@ -120,11 +121,13 @@ impl Actor for Scorer {
                     .await;
                 match lease {
                     Ok(CallResult::Success(Wire(Some(lease)))) => {
-                        let report = run_lease(&state.args, lease).await;
-                        let evaluations = report.evaluations;
-                        supervisor.cast(SupervisorMsg::Report(Wire(report)))?;
-                        if let Some(agent) = &state.args.agent {
-                            let _ = agent.cast(NodeAgentMsg::UnitDone(evaluations));
+                        let batch = fill_batch(&state.args, &supervisor, lease).await;
+                        for report in run_batch(&state.args, batch).await {
+                            let evaluations = report.evaluations;
+                            supervisor.cast(SupervisorMsg::Report(Wire(report)))?;
+                            if let Some(agent) = &state.args.agent {
+                                let _ = agent.cast(NodeAgentMsg::UnitDone(evaluations));
+                            }
                         }
                         myself.cast(ScorerMsg::Pull)?;
                     }
@@ -157,24 +160,86 @@ fn crash(what: impl std::fmt::Display) -> CellFailure {
     CellFailure::new(FailureKind::Crash, what.to_string())
 }
 
-/// Runs a leased unit and builds its report.
-async fn run_lease(args: &ScorerArgs, lease: Lease) -> UnitReport {
+/// Most units a scorer holds at once when batching.
+const MAX_BATCH_UNITS: usize = 64;
+
+/// The units to run now: `first`, and, for a backend that wants more sets per call than one
+/// unit has ([`UnitBackend::batch_sets`]), further pending units of the same shard (leased
+/// without speculation) until the batch holds that many sets. A unit of another shard that
+/// comes back is run too, and ends the batch.
+async fn fill_batch(
+    args: &ScorerArgs,
+    supervisor: &ActorRef<SupervisorMsg>,
+    first: Lease,
+) -> Vec<Lease> {
+    let want = args
+        .backend
+        .as_ref()
+        .filter(|b| find_strategy(&first.context.strategy).is_ok_and(|s| b.supports(s)))
+        .map_or(0, |b| b.batch_sets());
+    let (sweep, shard) = (first.context.sweep_id.clone(), first.unit.shard.clone());
+    let mut sets = first.unit.sets.len();
+    let mut batch = vec![first];
+    while sets < want && batch.len() < MAX_BATCH_UNITS {
+        let request = LeaseRequest {
+            worker: args.worker.clone(),
+            cached: vec![shard.id()],
+            gpu: true,
+            pending_only: true,
+        };
+        let Ok(CallResult::Success(Wire(Some(lease)))) = supervisor
+            .call(
+                |r| SupervisorMsg::Lease(Wire(request), r),
+                Some(args.rpc_timeout),
+            )
+            .await
+        else {
+            break;
+        };
+        let same = lease.context.sweep_id == sweep && lease.unit.shard == shard;
+        sets += lease.unit.sets.len();
+        batch.push(lease);
+        if !same {
+            break;
+        }
+    }
+    batch
+}
+
+/// Runs a batch of leases (see [`fill_batch`]): the units of the first shard in one call,
+/// a trailing unit of another shard on its own; one report per unit.
+async fn run_batch(args: &ScorerArgs, mut batch: Vec<Lease>) -> Vec<UnitReport> {
+    let split = batch
+        .iter()
+        .position(|l| {
+            l.context.sweep_id != batch[0].context.sweep_id || l.unit.shard != batch[0].unit.shard
+        })
+        .unwrap_or(batch.len());
+    let rest = batch.split_off(split);
+    let mut reports = run_together(args, batch).await;
+    for lease in rest {
+        reports.extend(run_together(args, vec![lease]).await);
+    }
+    reports
+}
+
+/// Runs leased units (one or more, of one shard of one sweep) in one call and builds a report
+/// per unit (busy time shared in proportion to parameter sets).
+async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> {
     let started = Instant::now();
-    let Lease { context, unit } = lease;
+    let context = leases[0].context.clone();
+    let shard = leases[0].unit.shard.clone();
+    let sets: Vec<ParamSet> = leases
+        .iter()
+        .flat_map(|l| l.unit.sets.iter().cloned())
+        .collect();
+    let total = sets.len().max(1);
     let (results, rows) = match (
         find_strategy(&context.strategy),
         Dataset::try_new(&context.dataset, context.kind),
     ) {
         (Ok(strategy), Ok(dataset)) => {
-            run_unit(
-                args,
-                *strategy,
-                dataset,
-                &unit.shard,
-                unit.sets.clone(),
-                context.exec,
-            )
-            .await
+            run_unit(args, *strategy, dataset, &shard, sets, context.exec).await
         }
         (Err(e), _) => (
             Err(CellFailure::new(
@@ -185,22 +250,32 @@ async fn run_lease(args: &ScorerArgs, lease: Lease) -> UnitReport {
         ),
         (_, Err(e)) => (Err(CellFailure::new(FailureKind::Data, e.to_string())), 0),
     };
-    let results = results.map(|outcomes| {
-        unit.sets
-            .iter()
-            .map(ParamSet::id)
-            .zip(outcomes)
-            .collect::<Vec<_>>()
-    });
-    UnitReport {
-        sweep_id: context.sweep_id,
-        worker: args.worker.clone(),
-        unit: unit.id,
-        evaluations: rows * unit.sets.len() as u64,
-        busy_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        shard: unit.shard,
-        results,
-    }
+    let busy_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut outcomes = results.map(Vec::into_iter);
+    leases
+        .into_iter()
+        .map(|Lease { context, unit }| {
+            let n = unit.sets.len();
+            let results = match &mut outcomes {
+                Ok(all) => Ok(unit
+                    .sets
+                    .iter()
+                    .map(ParamSet::id)
+                    .zip(all.by_ref().take(n))
+                    .collect()),
+                Err(failure) => Err(failure.clone()),
+            };
+            UnitReport {
+                sweep_id: context.sweep_id,
+                worker: args.worker.clone(),
+                unit: unit.id,
+                evaluations: rows * n as u64,
+                busy_ms: busy_ms * n as u64 / total as u64,
+                shard: unit.shard,
+                results,
+            }
+        })
+        .collect()
 }
 
 /// Runs one unit; returns its outcomes (or one failure for all its cells) and the rows replayed.

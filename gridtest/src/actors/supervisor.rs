@@ -424,6 +424,8 @@ impl Actor for Supervisor {
                 let ledger = state.ledger.as_mut().expect("checked");
                 let unit = if draining || (request.gpu && !state.gpu_capable) {
                     None
+                } else if request.pending_only {
+                    ledger.lease_pending(&request.worker, &request.cached)
                 } else {
                     ledger.lease(&request.worker, &request.cached)
                 };

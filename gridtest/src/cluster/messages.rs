@@ -52,6 +52,9 @@ pub struct LeaseRequest {
     /// Whether it is a GPU scorer (it gets units only of strategies with device code).
     #[serde(default)]
     pub gpu: bool,
+    /// Only a pending unit, no speculative copy (a GPU scorer adding units to a batch).
+    #[serde(default)]
+    pub pending_only: bool,
 }
 
 /// A unit leased to a scorer.

@@ -207,6 +207,36 @@ impl Ledger {
     /// node holds it), else the first pending unit, else (when speculation is on and the queue
     /// is empty) a second copy of the longest-running unit held by someone else.
     pub fn lease(&mut self, worker: &WorkerId, cached: &[ShardId]) -> Option<WorkUnit> {
+        if let Some(unit) = self.lease_pending(worker, cached) {
+            return Some(unit);
+        }
+        if !self.speculate {
+            return None;
+        }
+        let now = Instant::now();
+        let straggler = self
+            .units
+            .iter()
+            .filter_map(|(id, e)| match &e.state {
+                UnitState::Leased(holders) if holders.len() == 1 && holders[0].0 != *worker => {
+                    Some((holders[0].1, *id))
+                }
+                _ => None,
+            })
+            .min()
+            .map(|(_, id)| id)?;
+        let entry = self.units.get_mut(&straggler).expect("exists");
+        if let UnitState::Leased(holders) = &mut entry.state {
+            holders.push((worker.clone(), now));
+        }
+        entry.leases += 1;
+        self.stats.speculative += 1;
+        Some(entry.unit.clone())
+    }
+
+    /// Leases a pending unit to `worker` (one whose shard is in `cached` first), never a
+    /// speculative copy; `None` when nothing is pending.
+    pub fn lease_pending(&mut self, worker: &WorkerId, cached: &[ShardId]) -> Option<WorkUnit> {
         let now = Instant::now();
         // Entries of units no longer pending are dropped lazily, from the front.
         while self.queue.front().is_some_and(|id| {
@@ -231,27 +261,7 @@ impl Ledger {
             entry.leases += 1;
             return Some(entry.unit.clone());
         }
-        if !self.speculate {
-            return None;
-        }
-        let straggler = self
-            .units
-            .iter()
-            .filter_map(|(id, e)| match &e.state {
-                UnitState::Leased(holders) if holders.len() == 1 && holders[0].0 != *worker => {
-                    Some((holders[0].1, *id))
-                }
-                _ => None,
-            })
-            .min()
-            .map(|(_, id)| id)?;
-        let entry = self.units.get_mut(&straggler).expect("exists");
-        if let UnitState::Leased(holders) = &mut entry.state {
-            holders.push((worker.clone(), now));
-        }
-        entry.leases += 1;
-        self.stats.speculative += 1;
-        Some(entry.unit.clone())
+        None
     }
 
     /// Records results for cells of `shard` (one per parameter set). `unit`, when known, is the

@@ -231,3 +231,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_pending_only_lease_never_copies_a_running_unit() {
+    let mut l = Ledger::new(units(2, 2));
+    let a = l.lease_pending(&w("gpu", "0"), &[]).unwrap();
+    let b = l.lease_pending(&w("gpu", "0"), &[]).unwrap();
+    assert_ne!(a.id, b.id, "one worker may hold several units");
+    assert_eq!(
+        l.lease_pending(&w("gpu", "0"), &[]),
+        None,
+        "nothing pending"
+    );
+    let copy = l.lease(&w("cpu", "0"), &[]).expect("a speculative copy");
+    assert!(copy.id == a.id || copy.id == b.id);
+    assert_eq!(l.stats().speculative, 1);
+}
