@@ -9,6 +9,9 @@
 //! GPU it runs the CPU half, says why there is no GPU half, and exits 0. `--strategy breakout`
 //! runs on bars (synthetic: 10 ticks per bar, 100 000 bars per symbol).
 //!
+//! `--sweep` then runs the grid through the whole sweep path (node agent, GPU scorers batching
+//! units beside the CPU scorers) against a CPU-only sweep; every cell must match.
+//!
 //! `--squeeze` then runs a large grid with the device's reserve raised so that only a few MiB
 //! stay admissible: the slots must wait and split their launches; every cell must still equal
 //! the CPU engine, and the free memory sampled throughout must never fall below the reserve.
@@ -20,11 +23,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use clap::Parser;
+use gridtest::actors::BackendSettings;
 use gridtest::data::{Dataset, ShardData, ShardReader, synth};
 use gridtest::engine::run_chunk;
 use gridtest::prelude::*;
 use gridtest::strategy::find_strategy;
-use gridtest::{CellOutcome, DataKind};
+use gridtest::{CellOutcome, DataKind, RunOptions};
 use gridtest_cuda::admission::ALLOCATION_GRANULE;
 use gridtest_cuda::runner::GpuDevice;
 use gridtest_examples::{Breakout, Momentum, SmaCrossover};
@@ -57,6 +61,10 @@ struct Args {
     /// Fail (rather than run only the CPU half) when there is no GPU.
     #[arg(long)]
     require_gpu: bool,
+    /// Also run the whole sweep path (node agent, GPU scorers batching units, CPU scorers
+    /// beside them) against a CPU-only sweep of the same grid.
+    #[arg(long)]
+    sweep: bool,
     /// Also run the squeezed-memory check.
     #[arg(long)]
     squeeze: bool,
@@ -222,6 +230,7 @@ fn synthetic(dir: &str, spec: &synth::SynthSpec) -> anyhow::Result<String> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    gridtest::run::init_tracing();
     println!("{}", gridtest_cuda::device::describe());
     let kind = find_strategy(&args.strategy)?.kind;
     let location = match (&args.data, kind) {
@@ -329,12 +338,72 @@ fn main() -> anyhow::Result<()> {
         }
     }
     println!("(warm-up: kernel compile and shard upload {warm_s:.2} s)");
+    if args.sweep
+        && let Err(e) = sweep_path(&args, &location, threads)
+    {
+        failures.push(format!("sweep: {e:#}"));
+    }
     if args.squeeze
         && let Err(e) = squeeze(&device, &args, threads)
     {
         failures.push(format!("squeeze: {e:#}"));
     }
     ensure!(failures.is_empty(), "{}", failures.join("; "));
+    Ok(())
+}
+
+/// The sweep path: the same grid through `run_sweep` with the node's GPU scorers (and its CPU
+/// scorers beside them) and with CPU scorers only; every cell must match.
+fn sweep_path(args: &Args, location: &str, threads: usize) -> anyhow::Result<()> {
+    let strategy = find_strategy(&args.strategy)?;
+    let sweep = Sweep::named(strategy.name)?
+        .grid(grid(&args.strategy))
+        .data(location)
+        .commission_bps(1.0);
+    let rt = tokio::runtime::Runtime::new()?;
+    let options = |backends| RunOptions {
+        threads,
+        progress: false,
+        backends,
+        ..RunOptions::default()
+    };
+    let cpu = rt.block_on(gridtest::run_sweep(&sweep, &options(None)))?;
+    let gpu_settings = BackendSettings {
+        gpu_slots_per_device: args.slots,
+        gpu_reserve_bytes: args.reserve_mb << 20,
+        ..BackendSettings::default()
+    };
+    let gpu = rt.block_on(gridtest::run_sweep(&sweep, &options(Some(gpu_settings))))?;
+    let info = gpu.run_info().context("run info")?;
+    println!();
+    println!(
+        "sweep path: CPU scorers only {:.3e} evaluations/s; with GPU scorers {:.3e} evaluations/s",
+        cpu.timings.evaluations_per_second(),
+        gpu.timings.evaluations_per_second()
+    );
+    for (slot, s) in &info.gpu_slots {
+        println!(
+            "sweep path: GPU scorer {slot}: {} units, {} cells, {:.3e} evaluations/s",
+            s.units,
+            s.cells,
+            s.speed()
+        );
+    }
+    let differing = gpu
+        .cells()
+        .iter()
+        .filter(|(key, outcome)| cpu.cells().get(*key) != Some(*outcome))
+        .count();
+    println!(
+        "sweep path: {} cells, {differing} differ from the CPU-only sweep, {} failed",
+        gpu.cells().len(),
+        gpu.failures().count()
+    );
+    ensure!(
+        differing == 0 && gpu.cells().len() == cpu.cells().len() && gpu.failures().count() == 0,
+        "the sweep with GPU scorers differs from the CPU-only sweep"
+    );
+    ensure!(!info.gpu_slots.is_empty(), "no unit ran on a GPU scorer");
     Ok(())
 }
 

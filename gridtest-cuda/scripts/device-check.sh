@@ -3,9 +3,11 @@
 # .device carried; prepare it here first with device-prepare.sh). Runs gpu_bench:
 #   1. W1 smoke data (2 × 6 000 ticks, 955 sets): every cell GPU vs CPU vs the W1 reference;
 #   2. W1 benchmark (4 × 1 M ticks, 955 sets): the same, throughput table GPU (1 and 4 slots)
-#      vs the CPU engine on every core of the same machine, then the squeeze (4 slots, a ~100 k-set
-#      grid, 8 MiB admissible beyond the reserve: launches must split, cells must still match,
-#      free memory sampled throughout must stay above the reserve);
+#      vs the CPU engine on every core of the same machine; then the whole sweep path with GPU
+#      scorers (node agent, batched units, CPU scorers beside them) vs a CPU-only sweep; then
+#      the squeeze (4 slots, a ~100 k-set grid, 8 MiB admissible beyond the reserve: launches
+#      must split, cells must still match, free memory sampled throughout must stay above the
+#      reserve);
 #   3. the momentum grid (long/short, 1 000 sets) on W1;
 #   4. the breakout grid (long/short, 240 sets) on synthetic bars (4 × 100 000 bars): the
 #      kernel's bar path (fill at the open, mark at the close, intrabar moves).
@@ -61,12 +63,12 @@ run() {   # name, args...
     fi
 }
 run smoke --data tests/data/w1/smoke --reference tests/data/w1/smoke_reference.csv
-run w1 --data .device/w1/default --reference .device/w1/default_reference.csv --squeeze
+run w1 --data .device/w1/default --reference .device/w1/default_reference.csv --sweep --squeeze
 run momentum --data .device/w1/default --strategy momentum
 run breakout --strategy breakout
 
 echo "== summary"
-grep -h -E '^\||parity|squeeze|reference|SKIPPED|Error|error' "$out"/smoke.txt "$out"/w1.txt "$out"/momentum.txt "$out"/breakout.txt
+grep -h -E '^\||parity|squeeze|sweep path|reference|SKIPPED|Error|error|WARN' "$out"/smoke.txt "$out"/w1.txt "$out"/momentum.txt "$out"/breakout.txt
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,clocks_throttle_reasons.active --format=csv || true
 [ "$failed" = 0 ] && echo "DEVICE CHECK PASSED" || echo "DEVICE CHECK FAILED"
 exit "$failed"
