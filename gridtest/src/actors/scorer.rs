@@ -2,8 +2,10 @@
 //! shard from its node's loader, runs the engine on a blocking thread (off the async reactor),
 //! and reports the cells to the supervisor by key.
 //!
-//! When there is no supervisor or no work, it asks again after `idle_retry`. On `Drain` it
-//! finishes the unit in hand and stops.
+//! A scorer on a backend that wants more parameter sets per call than a unit holds (a GPU)
+//! leases further pending units of the same shard and runs them in one call, reporting each
+//! unit on its own. When there is no supervisor or no work, it asks again after `idle_retry`.
+//! On `Drain` it finishes the units in hand and stops.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
