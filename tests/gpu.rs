@@ -316,6 +316,65 @@ fn breakout_kernel_on_bars_equals_the_cpu_engine_bit_for_bit() {
     check_parity("breakout", &shards, &sets, &exec, narrow, cpu);
 }
 
+/// Parameters of every kind, to pin how `pack_numeric` lays them out for the device.
+#[derive(gridtest::Params, Clone, Debug)]
+struct Mixed {
+    window: usize,
+    threshold: f64,
+    short: bool,
+}
+
+#[derive(gridtest::Params, Clone, Debug)]
+struct WithChoice {
+    window: usize,
+    style: String,
+}
+
+#[test]
+fn parameters_pack_as_doubles_in_declaration_order() {
+    use gridtest::ParamValue::{Bool, Choice, Float, Int};
+    let set = ParamSet::new([
+        ("short", Bool(true)),
+        ("threshold", Float(2.5)),
+        ("window", Int(300)),
+    ]);
+    assert_eq!(
+        gridtest::pack_numeric::<Mixed>(&set).unwrap(),
+        [300.0, 2.5, 1.0]
+    );
+    // The same values as the CPU strategy sees them.
+    let typed = <Mixed as gridtest::Params>::from_param_set(&set).unwrap();
+    assert_eq!(
+        (typed.window, typed.threshold, typed.short),
+        (300, 2.5, true)
+    );
+    let flat = ParamSet::new([
+        ("short", Bool(false)),
+        ("threshold", Float(-0.0)),
+        ("window", Int(1)),
+    ]);
+    assert_eq!(
+        gridtest::pack_numeric::<Mixed>(&flat).unwrap(),
+        [1.0, -0.0, 0.0]
+    );
+    // What cannot be packed is an error naming the set and the field.
+    let missing = ParamSet::new([("window", Int(3))]);
+    let err = gridtest::pack_numeric::<Mixed>(&missing).unwrap_err();
+    assert!(err.to_string().contains("threshold"), "{err}");
+    let choice = ParamSet::new([("window", Int(3)), ("style", Choice("fast".into()))]);
+    let typed = <WithChoice as gridtest::Params>::from_param_set(&choice).unwrap();
+    assert_eq!((typed.window, typed.style.as_str()), (3, "fast"));
+    let err = gridtest::pack_numeric::<WithChoice>(&choice).unwrap_err();
+    assert!(
+        err.to_string().contains("style") && err.to_string().contains("custom GpuCode::pack"),
+        "{err}"
+    );
+    // The shipped strategies pack what their device code reads: SMA `[fast, slow]`.
+    let sma = ParamSet::new([("fast", Int(5)), ("slow", Int(20))]);
+    let code = (find_strategy("sma_crossover").unwrap().gpu)().unwrap();
+    assert_eq!((code.pack)(&sma).unwrap(), [5.0, 20.0]);
+}
+
 #[test]
 fn gpu_detection_never_panics_and_says_why_there_is_none() {
     let described = gridtest_cuda::device::describe();

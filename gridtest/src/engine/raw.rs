@@ -132,3 +132,67 @@ impl RawAccount {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The device layout, slot by slot (the order `gt_account_write` writes in gridtest-cuda).
+    fn device(bad_index: f64) -> Vec<f64> {
+        vec![
+            1.25,                    // equity
+            9_007_199_254_740_992.0, // moments.n = 2^53, still exact
+            1e-4,                    // moments.mean
+            2e-6,                    // moments.m2
+            3e-6,                    // downside2
+            1.5,                     // dd.peak
+            1.2,                     // dd.trough
+            0.3,                     // dd.max
+            41.0,                    // trades
+            1000.0,                  // exposed
+            20.0,                    // round_trips
+            11.0,                    // wins
+            0.75,                    // gross_win
+            0.5,                     // gross_loss
+            bad_index,               // bad_index
+            f64::NAN,                // bad_value
+        ]
+    }
+
+    #[test]
+    fn the_device_layout_unpacks_slot_by_slot() {
+        let v = device(-1.0);
+        assert_eq!(v.len(), RawAccount::DEVICE_LEN);
+        let raw = RawAccount::from_device(&v);
+        assert_eq!(
+            raw,
+            RawAccount {
+                equity: 1.25,
+                moments: Moments::from_parts(1 << 53, 1e-4, 2e-6),
+                downside2: 3e-6,
+                drawdown: Drawdown::from_parts(1.5, 1.2, 0.3),
+                trades: 41,
+                exposed: 1000,
+                round_trips: 20,
+                wins: 11,
+                gross_win: 0.75,
+                gross_loss: 0.5,
+                bad_target: None,
+            }
+        );
+        let m = raw.finish(5001, 2, 252.0).unwrap();
+        assert_eq!((m.n_ticks, m.trades, m.round_trips), (5001, 41, 20));
+        assert_eq!(m.total_return, 0.25);
+        assert_eq!(m.profit_factor, 1.5);
+        assert_eq!(m.win_rate, 11.0 / 20.0);
+    }
+
+    #[test]
+    fn a_bad_target_on_the_device_fails_the_cell_naming_the_event() {
+        let raw = RawAccount::from_device(&device(77.0));
+        assert!(matches!(raw.bad_target, Some((77, v)) if v.is_nan()));
+        let err = raw.finish(100, 1, 252.0).unwrap_err();
+        assert_eq!(err.kind, FailureKind::BadTarget);
+        assert!(err.to_string().contains("at event 77"), "{err}");
+    }
+}
