@@ -114,16 +114,30 @@ fn stand_in(settings: &BackendSettings) -> Vec<Arc<dyn UnitBackend>> {
 #[linkme(crate = gridtest::__private::linkme)]
 static STAND_IN: BackendProvider = stand_in;
 
-fn with_slot() -> RunOptions {
+/// One CPU scorer beside the stand-in selected by `code` (7: [`StandIn`], 6: [`Broken`], 5:
+/// [`Batching`]), in units of at most 100 smoke sets (600 000 evaluations over 6 000 ticks).
+fn with_slot_coded(code: usize) -> RunOptions {
     RunOptions {
         threads: 1,
         unit_evals: 600_000, // many small units, so that both scorers get some
         backends: Some(BackendSettings {
-            gpu_slots_per_device: 7,
+            gpu_slots_per_device: code,
             ..BackendSettings::default()
         }),
         ..quiet()
     }
+}
+
+fn with_slot() -> RunOptions {
+    with_slot_coded(7)
+}
+
+/// The W1 grid over the smoke data.
+fn smoke_sma() -> Sweep {
+    let (data, _) = w1_smoke();
+    Sweep::of::<SmaCrossover>()
+        .grid(gridtest_tests::w1_grid())
+        .data(data.display().to_string())
 }
 
 /// Runs `sweep` with `opts` until the slot `slot` took some of its units (scorers pull work, so
@@ -149,16 +163,13 @@ fn run_until_the_slot_works(sweep: &Sweep, opts: &RunOptions, slot: &str) -> Swe
 
 #[test]
 fn a_backend_slot_runs_units_of_strategies_with_device_code() {
-    let (data, _) = w1_smoke();
-    let sweep = Sweep::of::<SmaCrossover>()
-        .grid(gridtest_tests::w1_grid())
-        .data(data.display().to_string());
-    let with = run_until_the_slot_works(&sweep, &with_slot(), "local/gpu9-0");
+    let with = run_until_the_slot_works(&smoke_sma(), &with_slot(), "local/gpu9-0");
     let info = with.run_info().unwrap();
     let slot = &info.gpu_slots["local/gpu9-0"];
     assert!(slot.units > 0 && slot.cells > 0, "{slot:?}");
 
     // 100 momentum sets × 2 shards in units of 10 sets: 20 units, so the slot gets some.
+    let (data, _) = w1_smoke();
     let momentum = Sweep::of::<Momentum>()
         .grid(
             Grid::new()
@@ -177,19 +188,7 @@ fn a_backend_slot_runs_units_of_strategies_with_device_code() {
 /// and runs them in one call; every cell is reported under its own unit, as in the CPU run.
 #[test]
 fn a_slot_that_wants_many_sets_runs_several_units_at_once() {
-    let (data, _) = w1_smoke();
-    let sweep = Sweep::of::<SmaCrossover>()
-        .grid(gridtest_tests::w1_grid())
-        .data(data.display().to_string());
-    // Units of at most 100 sets (600 000 evaluations over 6 000 ticks).
-    let batching = RunOptions {
-        backends: Some(BackendSettings {
-            gpu_slots_per_device: 5,
-            ..BackendSettings::default()
-        }),
-        ..with_slot()
-    };
-    let results = run_until_the_slot_works(&sweep, &batching, "local/gpu7-0");
+    let results = run_until_the_slot_works(&smoke_sma(), &with_slot_coded(5), "local/gpu7-0");
     let most = BATCHED_MOST.load(Ordering::SeqCst);
     assert!(
         (101..=500).contains(&most),
@@ -203,19 +202,8 @@ fn a_slot_that_wants_many_sets_runs_several_units_at_once() {
 /// engine instead, and the sweep equals the CPU-only run.
 #[test]
 fn a_failing_device_loses_no_cell() {
-    let (data, _) = w1_smoke();
-    let sweep = Sweep::of::<SmaCrossover>()
-        .grid(gridtest_tests::w1_grid())
-        .data(data.display().to_string());
-    let broken = RunOptions {
-        backends: Some(BackendSettings {
-            gpu_slots_per_device: 6,
-            ..BackendSettings::default()
-        }),
-        ..with_slot()
-    };
     // Every unit the broken slot takes is computed on the CPU engine instead.
-    run_until_the_slot_works(&sweep, &broken, "local/gpu8-0");
+    run_until_the_slot_works(&smoke_sma(), &with_slot_coded(6), "local/gpu8-0");
 }
 
 /// A bars strategy with no device code: long from the `after`-th bar on.
