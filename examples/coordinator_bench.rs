@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use gridtest::cluster::{ClusterArgs, Role};
+use gridtest::cluster::{ClusterArgs, RoleChoice};
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::{DataKind, RunArgs, RunOptions};
@@ -126,7 +126,7 @@ fn run(strategy: &str, units: u32, workers: usize, iters: u64) -> anyhow::Result
         .local_addr()?
         .port();
     let cluster = ClusterArgs {
-        role: Some(Role::Head),
+        role: Some(RoleChoice::Head),
         listen: Some(format!("127.0.0.1:{port}")),
         cookie: Some(COOKIE.into()),
         node_name: Some("bench-head".into()),
@@ -177,7 +177,7 @@ fn run(strategy: &str, units: u32, workers: usize, iters: u64) -> anyhow::Result
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if cli.run.cluster.role == Some(Role::Worker) {
+    if cli.run.cluster.role == Some(RoleChoice::Worker) {
         gridtest::run(sweep(&cli.strategy, 1)?, &cli.run)?;
         return Ok(());
     }

@@ -6,6 +6,8 @@
 //! `--data URL`, `--out DIR`, `--symbols`, `--from/--to`, grid bounds, fees, `--threads`,
 //! `--rank-by`.
 
+use std::process::ExitCode;
+
 use clap::Parser;
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
@@ -26,8 +28,8 @@ struct Cli {
     /// Largest fast window.
     #[arg(long, default_value_t = 100)]
     fast_max: usize,
-    /// Fast window step.
-    #[arg(long, default_value_t = 5)]
+    /// Fast window step (at least 1).
+    #[arg(long, default_value_t = 5, value_parser = at_least_one())]
     fast_step: usize,
     /// Smallest slow window (ticks).
     #[arg(long, default_value_t = 20)]
@@ -35,17 +37,26 @@ struct Cli {
     /// Largest slow window.
     #[arg(long, default_value_t = 1000)]
     slow_max: usize,
-    /// Slow window step.
-    #[arg(long, default_value_t = 20)]
+    /// Slow window step (at least 1).
+    #[arg(long, default_value_t = 20, value_parser = at_least_one())]
     slow_step: usize,
     /// Days of the generated default dataset (when --data is not given).
     #[arg(long, default_value_t = 20)]
     synth_days: usize,
 }
 
-fn main() -> anyhow::Result<()> {
-    let mut cli = Cli::parse();
+/// A step of 0 is refused rather than silently read as 1.
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
     gridtest::run::init_tracing();
+    gridtest::exit_status(sweep(cli))
+}
+
+fn sweep(mut cli: Cli) -> gridtest::Result<()> {
     // A replay reads the data its sweep recorded: nothing to generate.
     if cli.run.data.is_none() && cli.run.replay.is_none() {
         let spec = synth::SynthSpec {
@@ -62,14 +73,8 @@ fn main() -> anyhow::Result<()> {
         cli.run.out = Some("out/sma_crossover".into());
     }
     let grid = Grid::new()
-        .axis(
-            "fast",
-            (cli.fast_min..=cli.fast_max).step_by(cli.fast_step.max(1)),
-        )
-        .axis(
-            "slow",
-            (cli.slow_min..=cli.slow_max).step_by(cli.slow_step.max(1)),
-        )
+        .axis("fast", (cli.fast_min..=cli.fast_max).step_by(cli.fast_step))
+        .axis("slow", (cli.slow_min..=cli.slow_max).step_by(cli.slow_step))
         .constrain("fast < slow");
     let sweep = Sweep::of::<SmaCrossover>()
         .grid(grid)

@@ -653,3 +653,184 @@ fn nodes_talk_over_mutual_tls_and_plain_nodes_are_refused() {
     );
     assert!(node_line(&text, "plain").is_none(), "{text}");
 }
+
+/// Listening TCP ports of process `pid` (from /proc: its socket inodes, the kernel's tables).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address is HEXIP:HEXPORT, st 0A is LISTEN, inode is field 9.
+            if f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]) {
+                let port = f[1].rsplit(':').next().unwrap();
+                ports.push(u16::from_str_radix(port, 16).unwrap());
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+impl Cluster {
+    /// A worker with no `--node-name` (the default name), labelled `label` in the test.
+    fn start_unnamed_worker(&mut self, label: &str) {
+        let args: Vec<String> = [
+            "--role",
+            "worker",
+            "--seeds",
+            &format!("127.0.0.1:{}", self.port),
+            "--threads",
+            "1",
+            "--cookie",
+            COOKIE,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        self.workers.push(Proc::spawn(label, &args));
+    }
+
+    fn head_pid(&self) -> u32 {
+        self.head().child.id()
+    }
+}
+
+/// `U units, … R units requeued` of a node's summary line: R.
+fn requeued(line: &str) -> usize {
+    line.split(", ")
+        .find_map(|part| part.strip_suffix(" units requeued")?.parse().ok())
+        .unwrap_or_else(|| panic!("no requeue count in `{line}`"))
+}
+
+#[test]
+fn strangers_claiming_a_workers_name_requeue_nothing() {
+    let _serial = serial();
+    let mut c = Cluster::start(2);
+    c.wait_done(CELLS / 10);
+    // Impostors with the wrong cookie under the real workers' names, again and again.
+    for _ in 0..3 {
+        for name in ["w1", "w2"] {
+            c.start_worker(name, "not-the-cookie", &["--join-timeout-s", "1"]);
+        }
+    }
+    let text = c.finish();
+    for w in ["w1", "w2"] {
+        let line = node_line(&text, w).unwrap_or_else(|| panic!("{w}:\n{text}"));
+        assert_eq!(
+            requeued(line),
+            0,
+            "an unauthenticated session moved {w}'s units:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn workers_without_a_name_get_unique_ones() {
+    let _serial = serial();
+    let mut c = Cluster::with_head(&[]);
+    for label in ["a", "b", "c"] {
+        c.start_unnamed_worker(label);
+    }
+    let text = c.finish();
+    let nodes: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("node ")?.split(':').next())
+        .collect();
+    let workers: Vec<&&str> = nodes.iter().filter(|n| **n != "head").collect();
+    assert!(!workers.is_empty(), "{text}");
+    let unique: std::collections::BTreeSet<_> = workers.iter().collect();
+    assert_eq!(unique.len(), workers.len(), "{text}");
+    assert!(!text.contains("wrong cookie"), "{text}");
+    assert!(
+        workers
+            .iter()
+            .all(|w| requeued(node_line(&text, w).unwrap()) == 0),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_head_listens_on_its_transport_only() {
+    let _serial = serial();
+    let mut c = Cluster::with_head(&[]);
+    c.head()
+        .wait_line("the head listening", Duration::from_secs(60), |l| {
+            l.contains("head listening on")
+        });
+    let ports = listening_ports(c.head_pid());
+    assert!(ports.contains(&c.port), "{ports:?}");
+    // ractor's own listener may exist, but a worker with the cookie cannot join through it.
+    for port in ports.iter().filter(|p| **p != c.port) {
+        let args: Vec<String> = [
+            "--role",
+            "worker",
+            "--seeds",
+            &format!("127.0.0.1:{port}"),
+            "--threads",
+            "1",
+            "--cookie",
+            COOKIE,
+            "--node-name",
+            "sidedoor",
+            "--join-timeout-s",
+            "3",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let mut side = Proc::spawn("sidedoor", &args);
+        let status = side.wait_exit(Duration::from_secs(60));
+        assert!(
+            !status.success(),
+            "joined through port {port}:\n{}",
+            side.text()
+        );
+    }
+    c.start_worker("w1", COOKIE, &[]);
+    let text = c.finish();
+    assert!(node_line(&text, "sidedoor").is_none(), "{text}");
+}
+
+#[test]
+fn connections_that_never_authenticate_are_closed() {
+    use std::io::Read;
+    let _serial = serial();
+    let mut c = Cluster::with_head(&[]);
+    c.head()
+        .wait_line("the head listening", Duration::from_secs(60), |l| {
+            l.contains("head listening on")
+        });
+    let idle: Vec<std::net::TcpStream> = (0..50)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap())
+        .collect();
+    let opened = Instant::now();
+    for mut s in idle {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut buf = [0u8; 64];
+        // The head closes it (EOF or reset) after its authentication deadline.
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+    let waited = opened.elapsed();
+    assert!(waited < Duration::from_secs(15), "closed after {waited:?}");
+    assert!(
+        waited >= Duration::from_secs(4),
+        "closed after {waited:?}, before the deadline"
+    );
+    c.start_worker("w1", COOKIE, &[]);
+    c.finish();
+}

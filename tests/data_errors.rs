@@ -322,3 +322,34 @@ fn several_files_per_day_are_read_in_name_order() {
     assert_eq!(prices, p);
     assert_eq!(data.info().files.len(), 2);
 }
+
+#[test]
+fn a_row_before_its_day_is_reported_as_off_its_partition_not_as_going_backwards() {
+    let scratch = Scratch::new();
+    scratch.synth(&small_spec());
+    // Filed under DAY2, but stamped on DAY1 before DAY1's own last tick: both "off its day" and
+    // "backwards", and the cause is the first.
+    let early = gridtest_tests::ns_at(DAY1, 9, 30);
+    let path = scratch.write_ticks(
+        "S000",
+        DAY2,
+        "part-0.parquet",
+        vec![early, early + 1_000_000_000],
+        vec![10.0; 2],
+        vec![1.0; 2],
+    );
+    let err = load_err(&scratch, "S000");
+    let text = err.to_string();
+    assert!(
+        matches!(err, DataError::OutsidePartition { row: 0, .. }),
+        "{text}"
+    );
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    // Timestamps read as dates, with the raw value beside.
+    assert!(
+        text.contains(&format!(
+            "timestamp 2024-01-02T09:30:00Z ({early} ns) at row 0"
+        )),
+        "{text}"
+    );
+}

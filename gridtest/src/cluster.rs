@@ -21,4 +21,4 @@ pub mod transport;
 pub mod wire;
 pub mod worker;
 
-pub use config::{ClusterArgs, ClusterConfig, Role};
+pub use config::{ClusterArgs, ClusterConfig, Role, RoleChoice};

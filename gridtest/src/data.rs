@@ -7,14 +7,17 @@
 //! file name); prices must be finite and positive, sizes and volumes finite and non-negative.
 
 mod columns;
+mod content_tag;
 mod dataset;
 mod error;
+pub mod layout;
 mod load;
 mod shard;
 pub mod synth;
 
 pub use columns::{FeedBatch, FileInfo, ShardData, ShardInfo};
-pub use dataset::Dataset;
+pub use dataset::{DataPlan, Dataset};
 pub use error::{DataError, Result};
+pub use layout::{IgnoredObject, Layout, LayoutProblem, ListedFile, parse_partition_date};
 pub use load::{BATCH_ROWS, ShardReader, ShardStream, table_schema};
 pub use shard::{Shard, ShardId};

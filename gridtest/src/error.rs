@@ -6,7 +6,11 @@ use crate::params::GridError;
 use crate::strategy::StrategyError;
 
 /// gridtest's error type.
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` form is its readable `Display` form, so that `fn main() -> Result<(),
+/// gridtest::Error>` prints a readable message; [`Error::exit_code`] gives the documented exit
+/// status of a sweep binary.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A dataset, shard or file problem.
@@ -34,6 +38,47 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Reading a persisted record failed.
+    #[error("cannot read {path}: {reason}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// No sweep of that id is persisted under the results root.
+    #[error("no sweep `{sweep}` under {root} (its spec.json is absent)")]
+    UnknownSweep {
+        /// The sweep id asked for.
+        sweep: String,
+        /// The results root.
+        root: String,
+    },
+    /// The sweep finished and its output was written, but some cells failed.
+    #[error(
+        "{failed} of {cells} cells failed (first: {first}); every cell, failed ones too, is in {out} (--allow-failed-cells exits 0 on failed cells)"
+    )]
+    FailedCells {
+        /// Failed cells.
+        failed: usize,
+        /// All cells.
+        cells: usize,
+        /// The first failure: parameter set, shard and why.
+        first: String,
+        /// The output folder.
+        out: String,
+    },
+    /// The sweep finished and its output was written locally, but the results root did not
+    /// record it.
+    #[error("sweep {sweep} could not be persisted ({reason}); every cell is in {out}")]
+    NotPersisted {
+        /// The sweep.
+        sweep: String,
+        /// Where and why persisting failed.
+        reason: String,
+        /// The local output folder.
+        out: String,
+    },
     /// A replay did not reproduce the recorded metrics.
     #[error(
         "replay of sweep {sweep}: {differing} of {cells} cells differ from the record (first: {first})"
@@ -51,6 +96,67 @@ pub enum Error {
     /// The actor system failed (a bug or an exhausted machine).
     #[error("sweep runtime: {0}")]
     Runtime(String),
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// Exit statuses of a sweep binary (see `docs/running.md`).
+pub mod exit {
+    /// The sweep finished and every cell was computed (or a worker drained cleanly).
+    pub const SUCCESS: u8 = 0;
+    /// The sweep could not run or stopped: invalid settings or sweep, bad data layout,
+    /// unreadable dataset, unwritable output, runtime failure.
+    pub const FAILURE: u8 = 1;
+    /// Command-line usage error (unknown flag, bad value), as `clap` reports it.
+    pub const USAGE: u8 = 2;
+    /// The sweep finished and its output is written, but some cells failed.
+    pub const FAILED_CELLS: u8 = 3;
+    /// The sweep finished and its output is written locally, but the results root did not
+    /// record it.
+    pub const NOT_PERSISTED: u8 = 4;
+    /// A replay computed metrics that differ from the record.
+    pub const REPLAY_MISMATCH: u8 = 5;
+}
+
+impl Error {
+    /// The process exit status for this error (see [`exit`]).
+    ///
+    /// ```
+    /// let e = gridtest::Error::FailedCells { failed: 1, cells: 2, first: String::new(), out: String::new() };
+    /// assert_eq!(e.exit_code(), gridtest::exit::FAILED_CELLS);
+    /// ```
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::FailedCells { .. } => exit::FAILED_CELLS,
+            Self::NotPersisted { .. } => exit::NOT_PERSISTED,
+            Self::ReplayMismatch { .. } => exit::REPLAY_MISMATCH,
+            _ => exit::FAILURE,
+        }
+    }
+}
+
+/// Ends a sweep binary: `SUCCESS` for `Ok`, else prints `error: …` (the readable form) to
+/// stderr and returns the error's documented exit status.
+///
+/// ```no_run
+/// # fn sweep() -> gridtest::Sweep { unimplemented!() }
+/// fn main() -> std::process::ExitCode {
+///     gridtest::exit_status(gridtest::main(sweep()))
+/// }
+/// ```
+pub fn exit_status<T>(result: Result<T>) -> std::process::ExitCode {
+    match result {
+        Ok(_) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(e.exit_code())
+        }
+    }
 }
 
 /// `Result` with [`Error`].

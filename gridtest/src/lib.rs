@@ -52,15 +52,15 @@
 //!     }
 //! }
 //!
-//! fn main() -> Result<(), gridtest::Error> {
+//! fn main() -> std::process::ExitCode {
 //!     let sweep = Sweep::of::<SmaCross>()
 //!         .grid(Grid::new()
 //!             .axis("fast", (5..=100).step_by(5))
 //!             .axis("slow", (20..=1000).step_by(20))
 //!             .constrain("fast < slow"))
 //!         .data("data/ticks");
-//!     gridtest::main(sweep)?; // flags: --data, --out, --symbols, --threads, --rank-by, …
-//!     Ok(())
+//!     // flags: --data, --out, --symbols, --threads, --rank-by, …; documented exit statuses
+//!     gridtest::exit_status(gridtest::main(sweep))
 //! }
 //! ```
 
@@ -86,7 +86,7 @@ pub mod submit;
 pub mod sweep;
 
 pub use engine::ExecModel;
-pub use error::{Error, Result};
+pub use error::{Error, Result, exit, exit_status};
 pub use gridtest_macros::{Params, strategy};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{

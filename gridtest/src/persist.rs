@@ -3,16 +3,21 @@
 //! ```text
 //! ROOT/sweeps/<sweep-id>/spec.json          what was run (the id is a hash of it)
 //! ROOT/sweeps/<sweep-id>/ledger/*.jsonl     every final cell, appended as the sweep runs
+//! ROOT/sweeps/<sweep-id>/lock               the lease of the run in progress (see SweepLock)
 //! ```
 //!
 //! A restarted head computes the same sweep id from the same spec, reads the ledger back and
 //! recomputes only the cells that are not in it.
 
 mod ledger_log;
+mod probe;
 mod spec;
+mod sweep_lock;
 
 pub use ledger_log::{LedgerLog, LogRecord};
+pub use probe::probe_root;
 pub use spec::{SweepSpec, sweep_id};
+pub use sweep_lock::{LEASE_TTL, LeaseHolder, SweepLock};
 
 /// Errors of persistence.
 #[derive(Debug, thiserror::Error)]

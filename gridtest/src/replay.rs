@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use object_store::ObjectStoreExt;
 
-use crate::data::{Dataset, FileInfo, ShardReader};
+use crate::data::{Dataset, ListedFile, ShardReader};
 use crate::error::{Error, Result};
 use crate::params::{ParamSet, ParamSetId};
 use crate::persist::{LedgerLog, SweepSpec};
@@ -97,22 +97,32 @@ async fn read_spec(root: &Location, sweep_id: &str) -> Result<SweepSpec> {
     let (store, path) = root.store().map_err(|e| Error::Runtime(e.to_string()))?;
     let spec_path = path.join("sweeps").join(sweep_id).join("spec.json");
     let url = root.object_url(&spec_path);
-    let bytes = async { store.get(&spec_path).await?.bytes().await }
-        .await
-        .map_err(|e| Error::Output {
-            path: url.clone(),
-            reason: format!("cannot read the sweep's spec: {e}"),
-        })?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Output {
+    let bytes = match async { store.get(&spec_path).await?.bytes().await }.await {
+        Ok(bytes) => bytes,
+        Err(object_store::Error::NotFound { .. }) => {
+            return Err(Error::UnknownSweep {
+                sweep: sweep_id.to_owned(),
+                root: root.to_string(),
+            });
+        }
+        Err(e) => {
+            return Err(Error::Read {
+                path: url,
+                reason: e.to_string(),
+            });
+        }
+    };
+    serde_json::from_slice(&bytes).map_err(|e| Error::Read {
         path: url,
         reason: format!("not a sweep spec: {e}"),
     })
 }
 
 /// Compares the files a shard has now with the manifest.
-fn manifest_changes(recorded: &[FileInfo], now: &[FileInfo]) -> Vec<ManifestChange> {
-    let before: BTreeMap<&str, &FileInfo> = recorded.iter().map(|f| (f.url.as_str(), f)).collect();
-    let after: BTreeMap<&str, &FileInfo> = now.iter().map(|f| (f.url.as_str(), f)).collect();
+fn manifest_changes(recorded: &[ListedFile], now: &[ListedFile]) -> Vec<ManifestChange> {
+    let before: BTreeMap<&str, &ListedFile> =
+        recorded.iter().map(|f| (f.url.as_str(), f)).collect();
+    let after: BTreeMap<&str, &ListedFile> = now.iter().map(|f| (f.url.as_str(), f)).collect();
     let mut changes = Vec::new();
     for (url, old) in &before {
         match after.get(url) {
@@ -182,19 +192,8 @@ pub async fn replay(
     // The data must be what the sweep read.
     let mut changes = Vec::new();
     for shard in &shards {
-        let now: Vec<FileInfo> = reader
-            .list(shard)
-            .await?
-            .into_iter()
-            .map(|(meta, date)| FileInfo {
-                url: dataset.object_url(&meta.location),
-                size: meta.size,
-                e_tag: meta.e_tag,
-                date,
-                rows: 0,
-            })
-            .collect();
-        let recorded: Vec<FileInfo> = spec
+        let now = reader.list(shard).await?;
+        let recorded: Vec<ListedFile> = spec
             .manifest
             .iter()
             .filter(|f| {

@@ -21,7 +21,7 @@ use crate::engine::ExecModel;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamSet};
-use crate::persist::{LedgerLog, SweepSpec};
+use crate::persist::{LedgerLog, SweepLock, SweepSpec};
 use crate::progress::Progress;
 use crate::storage::Location;
 use crate::strategy::StrategyEntry;
@@ -103,6 +103,10 @@ pub struct RunArgs {
     /// Device memory for resident shards per GPU, MiB.
     #[arg(long, env = "GRIDTEST_GPU_SHARD_MB", default_value_t = 4096)]
     pub gpu_shard_mb: u64,
+    /// Exit 0 even when some cells failed (they are still reported and written). Without it a
+    /// sweep with failed cells exits with status 3.
+    #[arg(long, env = "GRIDTEST_ALLOW_FAILED_CELLS")]
+    pub allow_failed_cells: bool,
     /// Run no GPU scorers even if GPUs are found.
     #[arg(long, env = "GRIDTEST_NO_GPU")]
     pub no_gpu: bool,
@@ -213,24 +217,35 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
     let location = sweep.data_location().expect("validated");
     let dataset = Dataset::try_new(location, strategy.kind)?;
     let (from, to) = sweep.date_range();
-    let shards = dataset
-        .plan_shards(sweep.symbol_selection(), from, to)
-        .await?;
+    let data = dataset.plan(sweep.symbol_selection(), from, to).await?;
+    for ignored in &data.layout.ignored {
+        tracing::warn!(object = %ignored.url, reason = %ignored.reason,
+            "not data: ignored (recorded in the sweep's spec)");
+    }
+    let shards = data.shards.clone();
     let sets: Vec<ParamSet> = sweep.grid_ref().iter().collect();
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
         param_sets = sets.len(), cells = shards.len() * sets.len(), "sweep planned");
     let reader = ShardReader::try_new(&dataset)?;
-    let infos = join_all(shards.iter().map(|s| reader.inspect(s))).await;
+    let mut listed = Vec::with_capacity(shards.len());
+    for s in &shards {
+        let files = data.layout.files_between(s.symbol(), s.first(), s.last());
+        listed.push(crate::data::layout::tag_contents(&dataset, files).await?);
+    }
+    // The manifest holds every file the listing saw, also those of shards that fail below.
+    let manifest = listed.iter().flat_map(|l| reader.listed(l)).collect();
+    let infos = join_all(
+        shards
+            .iter()
+            .zip(listed)
+            .map(|(s, l)| reader.inspect_objects(s, l)),
+    )
+    .await;
     for (shard, info) in shards.iter().zip(&infos) {
         if let Err(e) = info {
             tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
         }
     }
-    let manifest = infos
-        .iter()
-        .filter_map(|i| i.as_ref().ok())
-        .flat_map(|i| i.files.iter().cloned())
-        .collect();
     let spec = SweepSpec::new(
         &strategy,
         sweep.grid_ref().clone(),
@@ -239,7 +254,8 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         shards.clone(),
         sweep.exec_model().clone(),
         manifest,
-    );
+    )
+    .with_ignored(data.layout.ignored);
     Ok(Plan {
         strategy,
         grid: sweep.grid_ref().clone(),
@@ -316,6 +332,12 @@ pub(crate) async fn execute(
     }
 
     // Resume from the persisted ledger, if any.
+    let lock = match &setup.results {
+        Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name)
+            .await
+            .map_err(|e| Error::Runtime(e.to_string()))?,
+        None => None,
+    };
     let (log, done) = match &setup.results {
         Some(root) => {
             let spec_json = serde_json::to_vec_pretty(&spec).expect("specs serialise");
@@ -459,7 +481,7 @@ pub(crate) async fn execute(
         wall: started.elapsed(),
         evaluations,
     };
-    let results = SweepResults::new(
+    let mut results = SweepResults::new(
         &strategy,
         &grid,
         sets,
@@ -473,6 +495,9 @@ pub(crate) async fn execute(
         outcome.nodes,
         outcome.gpu_slots,
     );
+    if let Some(why) = outcome.persist_failure {
+        results.set_persist_failure(why);
+    }
     if let Some(root) = &setup.results {
         // A results store that fails now must not cost the computed cells: they are returned
         // (and written to the local output) whatever happens here.
@@ -481,11 +506,12 @@ pub(crate) async fn execute(
             Ok(()) => tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted"),
             Err(e) => {
                 tracing::error!(sweep = %sweep_id, error = %e, "could not persist the sweep");
-                eprintln!(
-                    "could not persist sweep {sweep_id} to {dir}: {e}; every cell is in the local output"
-                );
+                results.set_persist_failure(format!("{dir}: {e}"));
             }
         }
+    }
+    if let Some(lock) = lock {
+        lock.release().await;
     }
     Ok(results)
 }
@@ -586,11 +612,15 @@ pub fn init_tracing() {
 /// [`ClusterArgs`]): locally or as the head, it prints the leaderboard and a summary and writes
 /// `results.csv`, `results.parquet` and `leaderboard.csv` to `--out` (default
 /// `out/<strategy>`), returning them; as a worker it serves heads until SIGTERM and returns
-/// `None`.
+/// `None`. The output folder and the results root are checked writable before anything is
+/// computed.
 ///
 /// # Errors
-/// As [`run_sweep`], [`Error::InvalidSweep`] for contradictory cluster settings, or
-/// [`Error::Output`] if the output cannot be written.
+/// As [`run_sweep`], [`Error::InvalidSweep`] for contradictory settings, [`Error::Output`] if
+/// the output folder or the results root cannot be written (checked first), and, after
+/// everything was written locally, [`Error::NotPersisted`] when the results root failed to
+/// record the sweep or [`Error::FailedCells`] when cells failed (unless
+/// `--allow-failed-cells`). [`Error::exit_code`] maps each to the process's exit status.
 pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     init_tracing();
     let config = args
@@ -600,6 +630,15 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
             strategy: sweep.strategy().name.to_owned(),
             problems: vec![problem],
         })?;
+    tracing::info!(role = %config.role, node = %config.node_name, reason = %config.role_reason,
+        "role chosen");
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    check_threads(args.threads, config.role).map_err(|problem| Error::InvalidSweep {
+        strategy: sweep.strategy().name.to_owned(),
+        problems: vec![problem],
+    })?;
     let (sweep, opts) = apply_args(sweep, args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(opts.threads.clamp(2, 4))
@@ -652,25 +691,92 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
             }
         }
     }
+    if config.role == Role::Worker {
+        runtime.block_on(crate::cluster::worker::run_worker(&opts, &config))?;
+        return Ok(None);
+    }
+    // Outputs are checked before anything is computed: a sweep must not run for minutes only
+    // to find that it cannot write its results.
+    let out_dir = out_dir(args, sweep.strategy().name);
+    output::prepare_dir(&out_dir)?;
+    if let Some(root) = &opts.results {
+        let root = Location::parse(root).map_err(|e| Error::Output {
+            path: root.clone(),
+            reason: e.to_string(),
+        })?;
+        runtime.block_on(crate::persist::probe_root(&root))?;
+    }
     let results = match config.role {
-        Role::Worker => {
-            runtime.block_on(crate::cluster::worker::run_worker(&opts, &config))?;
-            return Ok(None);
-        }
         Role::Head => runtime.block_on(crate::cluster::head::run_head(&sweep, &opts, &config))?,
-        Role::Local => runtime.block_on(run_sweep(&sweep, &opts))?,
+        _ => runtime.block_on(run_sweep(&sweep, &opts))?,
     };
-    report(results, args).map(Some)
+    let report = report(results, args, out_dir)?;
+    outcome(report, args.allow_failed_cells).map(Some)
+}
+
+/// Scorer threads per node beyond this multiple of the cores are refused: they only add memory
+/// (each holds a unit's state) and contention.
+pub const MAX_THREADS_PER_CORE: usize = 4;
+
+/// `--threads`: at most [`MAX_THREADS_PER_CORE`] per core of this machine, and 0 (no CPU
+/// scorers) only on a cluster node: a local run refuses it rather than silently running one.
+fn check_threads(threads: Option<usize>, role: Role) -> std::result::Result<(), String> {
+    let cores = default_threads();
+    match threads {
+        Some(0) if role == Role::Local => Err(
+            "--threads 0 means no scorer on this node, which only a head or a worker can have: \
+             a local run needs at least 1"
+                .to_owned(),
+        ),
+        Some(n) if n > MAX_THREADS_PER_CORE * cores => Err(format!(
+            "--threads {n} is more than {MAX_THREADS_PER_CORE} per core of this machine's {cores} \
+             cores ({}): extra scorer threads only add memory and contention",
+            MAX_THREADS_PER_CORE * cores
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The output folder: `--out`, else `out/<strategy>`.
+fn out_dir(args: &RunArgs, strategy: &str) -> PathBuf {
+    args.out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out").join(strategy))
+}
+
+/// A finished, reported sweep as the process sees it: an error when the results root could
+/// not record it, or when cells failed (unless allowed).
+fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport> {
+    let info = report.results.run_info();
+    if let Some(why) = info.and_then(|i| i.persist_failure.clone()) {
+        return Err(Error::NotPersisted {
+            sweep: info.map(|i| i.sweep_id.clone()).unwrap_or_default(),
+            reason: why,
+            out: report.out_dir.display().to_string(),
+        });
+    }
+    let failed = report.results.failures().count();
+    if failed > 0 && !allow_failed_cells {
+        let first = report
+            .results
+            .failures()
+            .next()
+            .map(|(set, shard, f)| format!("[{set}] on {shard}: {f}"))
+            .unwrap_or_default();
+        return Err(Error::FailedCells {
+            failed,
+            cells: report.results.cells().len(),
+            first,
+            out: report.out_dir.display().to_string(),
+        });
+    }
+    Ok(report)
 }
 
 /// Prints and writes a finished sweep.
-fn report(results: SweepResults, args: &RunArgs) -> Result<SweepReport> {
+fn report(results: SweepResults, args: &RunArgs, out_dir: PathBuf) -> Result<SweepReport> {
     let rank_by = args.rank_by.unwrap_or(RankMetric::Sharpe);
     let leaderboard = results.leaderboard(rank_by);
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("out").join(results.strategy()));
     output::write_all(&results, &leaderboard, &out_dir)?;
 
     println!("{}", leaderboard.table(args.top));

@@ -12,7 +12,7 @@ use crate::cluster::messages::{COORDINATORS, CoordinatorMsg, SCOPE, SweepRequest
 use crate::cluster::node::{self, NodeEvent};
 use crate::cluster::transport::{self, Tls};
 use crate::cluster::wire::Wire;
-use crate::cluster::{ClusterArgs, Role};
+use crate::cluster::{ClusterArgs, RoleChoice};
 use crate::engine::ExecModel;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
@@ -156,7 +156,7 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
         top: args.top,
     };
     let config = ClusterArgs {
-        role: Some(Role::Worker),
+        role: Some(RoleChoice::Worker),
         seeds: vec![args.head.clone()],
         cookie: Some(args.cookie.clone()),
         node_name: Some(format!("client-{}", std::process::id())),

@@ -255,6 +255,9 @@ pub struct RunInfo {
     pub nodes: BTreeMap<String, crate::actors::NodeStats>,
     /// Per GPU scorer (`node/gpuD-K`).
     pub gpu_slots: BTreeMap<String, crate::actors::NodeStats>,
+    /// Why the sweep could not be persisted to its results root, if it could not (every cell
+    /// is still in these results).
+    pub persist_failure: Option<String>,
 }
 
 impl SweepResults {
@@ -290,8 +293,15 @@ impl SweepResults {
             computed,
             nodes,
             gpu_slots,
+            persist_failure: None,
         });
         self
+    }
+
+    pub(crate) fn set_persist_failure(&mut self, why: String) {
+        if let Some(info) = self.run_info.as_mut() {
+            info.persist_failure = Some(why);
+        }
     }
 
     /// How the sweep was run (id, cells computed by this run, per-node figures).

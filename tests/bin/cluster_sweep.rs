@@ -62,13 +62,12 @@ impl Strategy for PacedSma {
     }
 }
 
-fn main() -> Result<(), gridtest::Error> {
+fn main() -> std::process::ExitCode {
     let sweep = Sweep::of::<PacedSma>().grid(
         Grid::new()
             .axis("fast", (5..=50).step_by(5))
             .axis("slow", (60..=200).step_by(20))
             .constrain("fast < slow"),
     );
-    gridtest::main(sweep)?;
-    Ok(())
+    gridtest::exit_status(gridtest::main(sweep))
 }

@@ -126,12 +126,21 @@ impl Actor for Scorer {
                         let batch = fill_batch(&state.args, &supervisor, lease).await;
                         for report in run_batch(&state.args, batch).await {
                             let evaluations = report.evaluations;
-                            supervisor.cast(SupervisorMsg::Report(Wire(report)))?;
+                            // A supervisor gone meanwhile (the sweep ended through a speculative
+                            // copy, or the head died and will requeue) is no failure of ours.
+                            if supervisor
+                                .cast(SupervisorMsg::Report(Wire(report)))
+                                .is_err()
+                            {
+                                tracing::debug!(worker = %state.args.worker,
+                                    "the supervisor is gone; report dropped");
+                            }
                             if let Some(agent) = &state.args.agent {
                                 let _ = agent.cast(NodeAgentMsg::UnitDone(evaluations));
                             }
                         }
-                        myself.cast(ScorerMsg::Pull)?;
+                        // Fails only while this scorer is being stopped: nothing to pull then.
+                        let _ = myself.cast(ScorerMsg::Pull);
                     }
                     Ok(CallResult::Success(Wire(None))) => {
                         myself.send_after(retry, || ScorerMsg::Pull);

@@ -82,6 +82,8 @@ pub struct SupervisorOutcome {
     pub nodes: BTreeMap<String, NodeStats>,
     /// Per GPU scorer (`node/gpuD-K`).
     pub gpu_slots: BTreeMap<String, NodeStats>,
+    /// Why the ledger's last cells could not be persisted, if they could not.
+    pub persist_failure: Option<String>,
 }
 
 /// Timing settings of a supervisor.
@@ -274,10 +276,12 @@ impl Supervisor {
         if !state.ledger.as_ref().is_some_and(Ledger::is_finished) {
             return;
         }
+        let mut persist_failure = None;
         if let Some(log) = state.log.as_mut()
             && let Err(e) = log.flush().await
         {
             tracing::error!(error = %e, "could not persist the last cells");
+            persist_failure = Some(format!("the ledger's last cells: {e}"));
         }
         state.progress.finish();
         state.flag_slow_nodes();
@@ -293,6 +297,7 @@ impl Supervisor {
                     .map(|(k, v)| (k.clone(), v.stats.clone()))
                     .collect(),
                 gpu_slots: std::mem::take(&mut state.gpu_slots),
+                persist_failure,
             };
             let _ = done.send(outcome);
         }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// What this process is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// Everything in this process, no network (the default).
     Local,
@@ -17,24 +17,54 @@ pub enum Role {
     Worker,
 }
 
+/// The role asked for on the command line (`--role`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoleChoice {
+    /// Everything in this process, no network (the default).
+    Local,
+    /// The coordinator.
+    Head,
+    /// A worker.
+    Worker,
+    /// From the pod name: `<name>-0` is the head, `<name>-<n>` a worker of
+    /// `<name>-0.<service>:<port>`, any other name local. For StatefulSets (the manifests set it).
+    Auto,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Local => "local",
+            Self::Head => "head",
+            Self::Worker => "worker",
+        })
+    }
+}
+
 /// Cluster flags (flattened into [`RunArgs`](crate::RunArgs)).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ClusterArgs {
-    /// Role: local, head or worker. Without it, a host named `<name>-<n>` (a StatefulSet pod)
-    /// is the head when `n` is 0 and a worker of `<name>-0.<service>` otherwise; anything else
-    /// runs locally.
+    /// Role: local (the default), head, worker, or auto: from the pod name ($POD_NAME, else the
+    /// hostname) `<name>-<n>`, the head when `n` is 0 and a worker of `<name>-0.<service>`
+    /// otherwise (StatefulSets; any other name runs locally). The role chosen, and why, is
+    /// logged.
     #[arg(long, value_enum, env = "GRIDTEST_ROLE")]
-    pub role: Option<Role>,
+    pub role: Option<RoleChoice>,
     /// Address to listen on (head default 0.0.0.0:7000; workers do not need to listen).
     #[arg(long, env = "GRIDTEST_LISTEN")]
     pub listen: Option<String>,
     /// Head address(es) a worker dials, host:port, comma-separated (tried in turn).
     #[arg(long, value_delimiter = ',', env = "GRIDTEST_SEEDS")]
     pub seeds: Vec<String>,
-    /// Shared secret of the cluster (required for head and worker).
+    /// Shared secret of the cluster (required for head and worker). Prefer GRIDTEST_COOKIE or
+    /// --cookie-file: a command line is readable by every local user (/proc/PID/cmdline).
     #[arg(long, env = "GRIDTEST_COOKIE", hide_env_values = true)]
     pub cookie: Option<String>,
-    /// This node's name (default: $POD_NAME, else the hostname); stable across restarts.
+    /// File holding the cluster's shared secret (one line; a mounted Kubernetes Secret).
+    #[arg(long, env = "GRIDTEST_COOKIE_FILE", conflicts_with = "cookie")]
+    pub cookie_file: Option<PathBuf>,
+    /// This node's name, unique in the cluster and stable across restarts (default: $POD_NAME,
+    /// else `<hostname>-<pid>`).
     #[arg(long, env = "GRIDTEST_NODE_NAME")]
     pub node_name: Option<String>,
     /// Results root for persisted sweeps (path, file:// or s3://); the head default is
@@ -81,6 +111,10 @@ pub struct ClusterArgs {
 pub struct ClusterConfig {
     /// The role.
     pub role: Role,
+    /// Why this role (logged at start).
+    pub role_reason: String,
+    /// Settings that work but deserve a warning (logged at start).
+    pub warnings: Vec<String>,
     /// Listen address (`None`: do not listen).
     pub listen: Option<String>,
     /// Addresses to dial.
@@ -145,25 +179,88 @@ impl ClusterArgs {
     pub fn resolve_with_host(&self, host: &str) -> Result<ClusterConfig, String> {
         let pod = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty());
         let identity = pod.clone().unwrap_or_else(|| host.to_owned());
-        let (role, mut seeds) = match (self.role, stateful_set_ordinal(&identity)) {
-            (Some(role), _) => (role, self.seeds.clone()),
-            (None, Some((_, 0))) if pod.is_some() || self.cookie.is_some() => {
-                (Role::Head, Vec::new())
-            }
-            (None, Some((prefix, _))) if pod.is_some() || self.cookie.is_some() => (
-                Role::Worker,
-                vec![format!("{prefix}-0.{}:{}", self.service, self.port)],
+        let mut warnings = Vec::new();
+        let (role, inferred_seeds, role_reason) = match self.role {
+            None => (
+                Role::Local,
+                None,
+                "no --role given (the default)".to_owned(),
             ),
-            (None, _) => (Role::Local, Vec::new()),
+            Some(RoleChoice::Local) => (Role::Local, None, "--role local".to_owned()),
+            Some(RoleChoice::Head) => (Role::Head, None, "--role head".to_owned()),
+            Some(RoleChoice::Worker) => (Role::Worker, None, "--role worker".to_owned()),
+            Some(RoleChoice::Auto) => match stateful_set_ordinal(&identity) {
+                Some((_, 0)) => (
+                    Role::Head,
+                    None,
+                    format!("--role auto: `{identity}` is ordinal 0 of a StatefulSet"),
+                ),
+                Some((prefix, n)) => (
+                    Role::Worker,
+                    Some(vec![format!("{prefix}-0.{}:{}", self.service, self.port)]),
+                    format!("--role auto: `{identity}` is ordinal {n} of a StatefulSet"),
+                ),
+                None => (
+                    Role::Local,
+                    None,
+                    format!(
+                        "--role auto: `{identity}` is not a StatefulSet pod name (`<name>-<n>`)"
+                    ),
+                ),
+            },
         };
-        if !self.seeds.is_empty() {
-            seeds.clone_from(&self.seeds);
+        let seeds = if self.seeds.is_empty() {
+            inferred_seeds.unwrap_or_default()
+        } else {
+            self.seeds.clone()
+        };
+        let cookie_from_env = std::env::var("GRIDTEST_COOKIE").ok();
+        let cookie_on_command_line = self
+            .cookie
+            .as_ref()
+            .is_some_and(|c| cookie_from_env.as_ref() != Some(c));
+        if role == Role::Local {
+            let mut stray = Vec::new();
+            if self.listen.is_some() {
+                stray.push("--listen");
+            }
+            if !self.seeds.is_empty() {
+                stray.push("--seeds");
+            }
+            if cookie_on_command_line || self.cookie_file.is_some() {
+                stray.push("--cookie/--cookie-file");
+            }
+            if !stray.is_empty() {
+                return Err(format!(
+                    "{} only apply to a cluster role, but this process runs locally ({role_reason}): \
+                     add --role head, --role worker or --role auto",
+                    stray.join(", ")
+                ));
+            }
         }
-        let cookie = match (role, &self.cookie) {
-            (Role::Local, c) => c.clone().unwrap_or_default(),
-            (_, Some(c)) if !c.is_empty() => c.clone(),
-            _ => return Err("a cluster role needs a cookie: --cookie or GRIDTEST_COOKIE".into()),
+        let cookie = match (&self.cookie, &self.cookie_file) {
+            (_, Some(file)) => std::fs::read_to_string(file)
+                .map_err(|e| format!("--cookie-file {}: {e}", file.display()))?
+                .trim_end_matches(['\n', '\r'])
+                .to_owned(),
+            (Some(c), None) => c.clone(),
+            (None, None) => String::new(),
         };
+        if role != Role::Local {
+            if cookie.is_empty() {
+                return Err(
+                    "a cluster role needs a cookie: GRIDTEST_COOKIE, --cookie-file or --cookie"
+                        .into(),
+                );
+            }
+            if cookie_on_command_line {
+                warnings.push(
+                    "--cookie on the command line is readable by every local user \
+                     (/proc/PID/cmdline): pass it in GRIDTEST_COOKIE or --cookie-file"
+                        .to_owned(),
+                );
+            }
+        }
         if role == Role::Worker && seeds.is_empty() {
             return Err("a worker needs the head's address: --seeds HOST:PORT".into());
         }
@@ -174,6 +271,11 @@ impl ClusterArgs {
                     .unwrap_or_else(|| format!("0.0.0.0:{}", self.port)),
             ),
             _ => self.listen.clone(),
+        };
+        let node_name = match (&self.node_name, &pod) {
+            (Some(name), _) => name.clone(),
+            (None, Some(pod)) => pod.clone(),
+            (None, None) => format!("{host}-{}", std::process::id()),
         };
         let tls = match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
             (None, None, None) => None,
@@ -187,10 +289,12 @@ impl ClusterArgs {
         };
         Ok(ClusterConfig {
             role,
+            role_reason,
+            warnings,
             listen,
             seeds,
             cookie,
-            node_name: self.node_name.clone().unwrap_or(identity),
+            node_name,
             results: self
                 .results
                 .clone()
@@ -232,6 +336,7 @@ mod tests {
     #[test]
     fn stateful_set_pods_pick_their_role() {
         let a = ClusterArgs {
+            role: Some(RoleChoice::Auto),
             cookie: Some("c".into()),
             ..args()
         };
@@ -243,6 +348,101 @@ mod tests {
         assert_eq!(worker.role, Role::Worker);
         assert_eq!(worker.seeds, ["gridtest-gpu-0.gridtest:7000"]);
         assert_eq!(worker.node_name, "gridtest-gpu-3");
+        assert!(
+            worker.role_reason.contains("ordinal 3"),
+            "{}",
+            worker.role_reason
+        );
+        assert_eq!(a.resolve_with_host("laptop").unwrap().role, Role::Local);
+    }
+
+    #[test]
+    fn roles_are_inferred_only_when_asked() {
+        // An ordinal-like hostname stays local without --role auto (a cookie exported in the
+        // environment does not change that).
+        let config = args().resolve_with_host("ip-172-31-5-0").unwrap();
+        assert_eq!(config.role, Role::Local);
+        assert!(
+            config.role_reason.contains("no --role"),
+            "{}",
+            config.role_reason
+        );
+    }
+
+    #[test]
+    fn cluster_flags_on_a_local_run_are_refused() {
+        for stray in [
+            ClusterArgs {
+                listen: Some("0.0.0.0:7000".into()),
+                ..args()
+            },
+            ClusterArgs {
+                seeds: vec!["head:7000".into()],
+                role: Some(RoleChoice::Local),
+                ..args()
+            },
+            ClusterArgs {
+                cookie: Some("not-from-the-environment".into()),
+                ..args()
+            },
+        ] {
+            let err = stray.resolve_with_host("laptop").unwrap_err();
+            assert!(err.contains("only apply to a cluster role"), "{err}");
+        }
+    }
+
+    #[test]
+    fn cookies_come_from_a_file_and_the_command_line_is_warned_about() {
+        let dir = std::env::temp_dir().join(format!("gridtest-cookie-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cookie");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let head = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie_file: Some(file.clone()),
+            ..args()
+        };
+        let config = head.resolve_with_host("x").unwrap();
+        assert_eq!(config.cookie, "s3cret");
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let on_line = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie: Some("typed-in".into()),
+            ..args()
+        };
+        let config = on_line.resolve_with_host("x").unwrap();
+        assert!(
+            config
+                .warnings
+                .iter()
+                .any(|w| w.contains("/proc/PID/cmdline"))
+        );
+        let missing = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie_file: Some(dir.join("absent")),
+            ..args()
+        };
+        assert!(
+            missing
+                .resolve_with_host("x")
+                .unwrap_err()
+                .contains("--cookie-file")
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn node_names_default_to_unique_ones() {
+        let worker = ClusterArgs {
+            role: Some(RoleChoice::Worker),
+            cookie: Some("c".into()),
+            seeds: vec!["head:7000".into()],
+            ..args()
+        };
+        if std::env::var_os("POD_NAME").is_none() {
+            let name = worker.resolve_with_host("box").unwrap().node_name;
+            assert_eq!(name, format!("box-{}", std::process::id()));
+        }
     }
 
     #[test]
@@ -251,18 +451,13 @@ mod tests {
             args().resolve_with_host("laptop").unwrap().role,
             Role::Local
         );
-        assert_eq!(
-            args().resolve_with_host("build-7").unwrap().role,
-            Role::Local,
-            "no cookie"
-        );
         let head = ClusterArgs {
-            role: Some(Role::Head),
+            role: Some(RoleChoice::Head),
             ..args()
         };
         assert!(head.resolve_with_host("x").unwrap_err().contains("cookie"));
         let worker = ClusterArgs {
-            role: Some(Role::Worker),
+            role: Some(RoleChoice::Worker),
             cookie: Some("c".into()),
             ..args()
         };
@@ -273,7 +468,7 @@ mod tests {
                 .contains("--seeds")
         );
         let half_tls = ClusterArgs {
-            role: Some(Role::Head),
+            role: Some(RoleChoice::Head),
             cookie: Some("c".into()),
             tls_cert: Some("c.pem".into()),
             ..args()

@@ -1,8 +1,14 @@
 //! Starting this process's `NodeServer` and following its session events.
 
+use std::sync::Arc;
+
 use ractor::{Actor, ActorRef};
 use ractor_cluster::node::NodeServerSessionInformation;
-use ractor_cluster::{NodeEventSubscription, NodeServer, NodeServerMessage};
+use ractor_cluster::{
+    IncomingEncryptionMode, NodeEventSubscription, NodeServer, NodeServerMessage,
+};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 use tokio::sync::mpsc;
 
 use super::config::ClusterConfig;
@@ -19,6 +25,8 @@ pub enum NodeEvent {
     Authenticated {
         /// Peer node name.
         peer: String,
+        /// Peer address.
+        peer_addr: String,
     },
     /// The session ended.
     Disconnected {
@@ -54,7 +62,10 @@ impl NodeEventSubscription for Forward {
 
     fn node_session_authenticated(&self, s: NodeServerSessionInformation) {
         if let Some(peer) = node_name(&s) {
-            let _ = self.0.send(NodeEvent::Authenticated { peer });
+            let _ = self.0.send(NodeEvent::Authenticated {
+                peer,
+                peer_addr: s.peer_addr,
+            });
         }
     }
 }
@@ -73,8 +84,29 @@ impl std::fmt::Debug for Node {
     }
 }
 
-/// Starts the node server (its own listener is bound to an unused loopback port: connections
-/// come from [`super::transport`]) and subscribes to its events.
+/// A TLS acceptor that refuses every handshake (no certificate to present). ractor_cluster's
+/// `NodeServer` always opens a listener of its own; connections reach the node only through
+/// [`super::transport`] (TLS, socket tuning, authentication deadline), so that listener is made
+/// a dead end: a connection to it never reaches a session, cookie or not.
+fn refuse_every_connection() -> IncomingEncryptionMode {
+    #[derive(Debug)]
+    struct NoCertificate;
+    impl ResolvesServerCert for NoCertificate {
+        fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+            None
+        }
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("the default protocol versions are supported")
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(NoCertificate));
+    IncomingEncryptionMode::Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Starts the node server (its own listener, bound to an unused loopback port, refuses every
+/// connection: they come from [`super::transport`]) and subscribes to its events.
 ///
 /// # Errors
 /// A message if the actor cannot start.
@@ -89,7 +121,7 @@ pub async fn start(config: &ClusterConfig) -> Result<Node, String> {
         config.cookie.clone(),
         config.node_name.clone(),
         host,
-        None,
+        Some(refuse_every_connection()),
         None,
     )
     .with_listen_addr(std::net::Ipv4Addr::LOCALHOST.into())

@@ -24,6 +24,8 @@ const KEEPALIVE_IDLE: Duration = Duration::from_secs(2);
 const USER_TIMEOUT: Duration = Duration::from_secs(10);
 /// A TLS handshake must finish within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// An accepted connection that has not authenticated (cookie challenge) within this is closed.
+pub const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Errors of the transport.
 #[derive(Debug, thiserror::Error)]
@@ -128,7 +130,8 @@ impl Tls {
 }
 
 /// Binds `addr` and hands every accepted connection to the node server; returns the bound
-/// address (useful with port 0).
+/// address (useful with port 0). A connection that has not authenticated within
+/// [`AUTH_TIMEOUT`] of being accepted is closed, so idle or stalled strangers hold nothing.
 ///
 /// # Errors
 /// [`TransportError::Io`] if the address cannot be bound.
@@ -163,6 +166,9 @@ pub async fn listen(
             let local_addr = stream.local_addr().unwrap_or(bound);
             let node = node.clone();
             let tls = tls.clone();
+            if let Ok(socket) = SockRef::from(&stream).try_clone() {
+                tokio::spawn(close_unless_authenticated(node.clone(), socket, peer_addr));
+            }
             tokio::spawn(async move {
                 let network = match tls {
                     None => NetworkStream::Raw {
@@ -198,6 +204,23 @@ pub async fn listen(
         }
     });
     Ok(bound)
+}
+
+/// After [`AUTH_TIMEOUT`], shuts `socket` (a duplicate of an accepted connection's) down unless
+/// the node server holds an authenticated session with its peer.
+async fn close_unless_authenticated(
+    node: ActorRef<NodeServerMessage>,
+    socket: socket2::Socket,
+    peer_addr: SocketAddr,
+) {
+    tokio::time::sleep(AUTH_TIMEOUT).await;
+    let peer = peer_addr.to_string();
+    let authenticated = ractor::call_t!(node, NodeServerMessage::GetSessions, 2_000)
+        .is_ok_and(|sessions| sessions.values().any(|s| s.peer_addr == peer));
+    if !authenticated && socket.shutdown(std::net::Shutdown::Both).is_ok() {
+        tracing::warn!(peer = %peer_addr, timeout = ?AUTH_TIMEOUT,
+            "closed a connection that did not authenticate in time");
+    }
 }
 
 /// Dials `addr` (resolving it afresh) and hands the connection to the node server.

@@ -58,7 +58,7 @@ async fn stay_joined(
                             }
                         };
                         match event {
-                            Some(NodeEvent::Authenticated { peer }) => {
+                            Some(NodeEvent::Authenticated { peer, .. }) => {
                                 joined = true;
                                 ever_joined = true;
                                 backoff = Duration::from_millis(200);
@@ -70,7 +70,7 @@ async fn stay_joined(
                                 } else {
                                     refused += 1;
                                     last_error = format!(
-                                        "{seed} closed the session before authentication (wrong cookie?)"
+                                        "{seed} closed the session before authentication (wrong cookie, or a node of this name is already connected?)"
                                     );
                                     tracing::warn!("{last_error}");
                                 }

@@ -241,6 +241,7 @@ pub(crate) struct Checker {
     file: usize,
     row_in_file: u64,
     previous: Option<(i64, usize)>,
+    rows: u64,
     pub(crate) skip_partition_dates: bool,
 }
 
@@ -251,8 +252,14 @@ impl Checker {
             file: 0,
             row_in_file: 0,
             previous: None,
+            rows: 0,
             skip_partition_dates: false,
         }
+    }
+
+    /// Rows checked so far.
+    pub(crate) fn rows_checked(&self) -> u64 {
+        self.rows
     }
 
     /// The file the next row belongs to (for error messages).
@@ -312,6 +319,7 @@ impl Checker {
 
     /// Checks a batch, splitting it at file boundaries.
     pub(crate) fn batch(&mut self, batch: &FeedBatch) -> Result<()> {
+        self.rows += batch.len() as u64;
         let mut offset = 0;
         while offset < batch.len() {
             while self.info.files.get(self.file).is_some_and(|f| {
@@ -340,46 +348,51 @@ impl Checker {
         let file = || file_info.map_or_else(|| "(unknown file)".to_owned(), |f| f.url.clone());
         let base = self.row_in_file;
         let ts = seg.ts();
-        // Timestamps: non-decreasing across the whole shard.
+        // Timestamps: on the partition's day, and non-decreasing across the whole shard. A row
+        // off its day is reported as such even where it also goes backwards (it is the cause).
+        let outside = match (file_info, self.skip_partition_dates) {
+            (Some(info), false) => {
+                let day = info
+                    .date
+                    .signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive())
+                    .num_days();
+                let (lo, hi) = (day * NS_PER_DAY, (day + 1) * NS_PER_DAY);
+                ts.iter().position(|t| !(lo..hi).contains(t))
+            }
+            _ => None,
+        };
         let mut prev = self.previous.map_or(i64::MIN, |p| p.0);
-        if let Some(i) = ts.iter().position(|&t| {
+        let backwards = ts.iter().position(|&t| {
             let back = t < prev;
             prev = t;
             back
-        }) {
-            let (previous, previous_file) = if i == 0 {
-                let (p, f) = self.previous.expect("a first row cannot go backwards");
-                let other = (f != self.file).then(|| self.info.files[f].url.clone());
-                (p, other)
-            } else {
-                (ts[i - 1], None)
-            };
-            return Err(DataError::Backwards {
-                file: file(),
-                row: base + i as u64,
-                ts: ts[i],
-                previous,
-                previous_file,
-            });
-        }
-        if let (Some(info), false, Some(&first), Some(&last)) =
-            (file_info, self.skip_partition_dates, ts.first(), ts.last())
-        {
-            let day = info
-                .date
-                .signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive())
-                .num_days();
-            let (lo, hi) = (day * NS_PER_DAY, (day + 1) * NS_PER_DAY);
-            for (i, t) in [(0, first), (ts.len() - 1, last)] {
-                if !(lo..hi).contains(&t) {
-                    return Err(DataError::OutsidePartition {
-                        file: file(),
-                        row: base + i as u64,
-                        ts: t,
-                        date: info.date.to_string(),
-                    });
-                }
+        });
+        match (outside, backwards) {
+            (Some(i), b) if b.is_none_or(|b| i <= b) => {
+                return Err(DataError::OutsidePartition {
+                    file: file(),
+                    row: base + i as u64,
+                    ts: ts[i],
+                    date: file_info.map(|f| f.date.to_string()).unwrap_or_default(),
+                });
             }
+            (_, Some(i)) => {
+                let (previous, previous_file) = if i == 0 {
+                    let (p, f) = self.previous.expect("a first row cannot go backwards");
+                    let other = (f != self.file).then(|| self.info.files[f].url.clone());
+                    (p, other)
+                } else {
+                    (ts[i - 1], None)
+                };
+                return Err(DataError::Backwards {
+                    file: file(),
+                    row: base + i as u64,
+                    ts: ts[i],
+                    previous,
+                    previous_file,
+                });
+            }
+            _ => {}
         }
         // Values.
         let kind = self.info.kind;

@@ -1,6 +1,5 @@
 //! `Dataset`: a root URL of hive-partitioned Parquet, and the object store that serves it.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::NaiveDate;
@@ -10,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::error::{DataError, Result};
+use super::layout::{self, Layout};
 use super::shard::Shard;
 use crate::storage::{Location, LocationError};
 use crate::strategy::DataKind;
@@ -81,65 +81,69 @@ impl Dataset {
         self.location().object_url(path)
     }
 
+    /// Lists the dataset strictly (see [`super::layout`]): the root's level, and every
+    /// `symbol=…` directory in `symbols` (`None`: all) recursively.
+    ///
+    /// # Errors
+    /// [`DataError::NotFound`] for a missing local root, [`DataError::Store`] when listing
+    /// fails. Layout problems are in [`Layout::problems`], not errors here.
+    pub async fn layout(&self, symbols: Option<&[String]>) -> Result<Layout> {
+        layout::scan(self, symbols).await
+    }
+
     /// Symbols present (`symbol=…` directories), sorted.
     ///
     /// # Errors
-    /// [`DataError::Store`] when listing fails.
+    /// As [`Dataset::layout`], and [`DataError::Layout`] if the layout has problems.
     pub async fn symbols(&self) -> Result<Vec<String>> {
-        let (store, root) = self.store()?;
-        self.partition_values(&*store, &root, "symbol").await
+        let layout = self.layout(None).await?;
+        layout.check(self.url.as_str())?;
+        Ok(layout.symbols())
     }
 
-    /// Dates present for `symbol`, sorted.
+    /// Dates of `symbol`'s data files, sorted.
     ///
     /// # Errors
-    /// [`DataError::Store`] when listing fails.
+    /// As [`Dataset::symbols`].
     pub async fn dates(&self, symbol: &str) -> Result<Vec<NaiveDate>> {
-        let (store, root) = self.store()?;
-        let dir = root.clone().join(format!("symbol={symbol}"));
-        let values = self.partition_values(&*store, &dir, "date").await?;
-        Ok(values
-            .iter()
-            .filter_map(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
-            .collect())
-    }
-
-    async fn partition_values(
-        &self,
-        store: &dyn ObjectStore,
-        dir: &Path,
-        key: &str,
-    ) -> Result<Vec<String>> {
-        let listing = store
-            .list_with_delimiter(Some(dir))
-            .await
-            .map_err(|source| DataError::Store {
-                url: self.object_url(dir),
-                source,
-            })?;
-        let prefix = format!("{key}=");
-        let values: BTreeSet<String> = listing
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename()?.strip_prefix(&prefix).map(str::to_owned))
-            .collect();
-        Ok(values.into_iter().collect())
+        let layout = self.layout(Some(&[symbol.to_owned()])).await?;
+        layout.check(self.url.as_str())?;
+        Ok(layout.dates(symbol))
     }
 
     /// Plans one shard per symbol (all symbols when `symbols` is `None`) over the dates present
     /// between `from` and `to` (inclusive; open ends when `None`). Listing only: no file is
-    /// opened.
+    /// opened. See [`Dataset::plan`] for the listing itself.
     ///
     /// # Errors
-    /// [`DataError::Empty`] for a dataset with no partitions, [`DataError::UnknownSymbol`] for a
-    /// requested symbol that is absent, [`DataError::NoFiles`] for a symbol with no date in range.
+    /// As [`Dataset::plan`].
     pub async fn plan_shards(
         &self,
         symbols: Option<&[String]>,
         from: Option<NaiveDate>,
         to: Option<NaiveDate>,
     ) -> Result<Vec<Shard>> {
-        let present = self.symbols().await?;
+        Ok(self.plan(symbols, from, to).await?.shards)
+    }
+
+    /// Lists the dataset strictly and plans one shard per symbol (all symbols when `symbols`
+    /// is `None`) over the dates present between `from` and `to` (inclusive; open ends when
+    /// `None`). Listing only: no file is opened.
+    ///
+    /// # Errors
+    /// [`DataError::NotFound`] for a missing local root, [`DataError::Layout`] naming every
+    /// object that breaks the layout, [`DataError::Empty`] for a dataset with no partitions,
+    /// [`DataError::UnknownSymbol`] for a requested symbol that is absent,
+    /// [`DataError::NoFiles`] for a symbol with no date in range (saying which dates it has).
+    pub async fn plan(
+        &self,
+        symbols: Option<&[String]>,
+        from: Option<NaiveDate>,
+        to: Option<NaiveDate>,
+    ) -> Result<DataPlan> {
+        let layout = self.layout(symbols).await?;
+        layout.check(self.url.as_str())?;
+        let present = layout.symbols();
         if present.is_empty() {
             return Err(DataError::Empty {
                 url: self.url.to_string(),
@@ -149,10 +153,11 @@ impl Dataset {
             Some(list) => {
                 for s in list {
                     if !present.contains(s) {
+                        let all = self.layout(None).await.map(|l| l.symbols());
                         return Err(DataError::UnknownSymbol {
                             symbol: s.clone(),
                             url: self.url.to_string(),
-                            known: summary(&present),
+                            known: summary(&all.unwrap_or(present)),
                         });
                     }
                 }
@@ -162,11 +167,10 @@ impl Dataset {
         };
         let mut shards = Vec::with_capacity(wanted.len());
         for symbol in wanted {
-            let dates: Vec<NaiveDate> = self
-                .dates(&symbol)
-                .await?
-                .into_iter()
-                .filter(|d| from.is_none_or(|f| *d >= f) && to.is_none_or(|t| *d <= t))
+            let all = layout.dates(&symbol);
+            let dates: Vec<&NaiveDate> = all
+                .iter()
+                .filter(|d| from.is_none_or(|f| **d >= f) && to.is_none_or(|t| **d <= t))
                 .collect();
             let (Some(first), Some(last)) = (dates.first(), dates.last()) else {
                 return Err(DataError::NoFiles {
@@ -175,12 +179,25 @@ impl Dataset {
                         from.map(|d| d.to_string()).unwrap_or_default(),
                         to.map(|d| d.to_string()).unwrap_or_default()
                     ),
+                    covers: all
+                        .first()
+                        .zip(all.last())
+                        .map(|(a, b)| format!("{a}..{b}")),
                 });
             };
-            shards.push(Shard::new(symbol, *first, *last));
+            shards.push(Shard::new(symbol, **first, **last));
         }
-        Ok(shards)
+        Ok(DataPlan { shards, layout })
     }
+}
+
+/// The shards a sweep reads, and the strict listing they were planned from.
+#[derive(Clone, Debug)]
+pub struct DataPlan {
+    /// One shard per symbol.
+    pub shards: Vec<Shard>,
+    /// What the listing found: data files, ignored objects (warnings).
+    pub layout: Layout,
 }
 
 fn summary(items: &[String]) -> String {

@@ -22,6 +22,23 @@ pub enum DataError {
         #[source]
         source: object_store::Error,
     },
+    /// A local dataset root that does not exist or is not a directory.
+    #[error("dataset {url}: {reason}")]
+    NotFound {
+        /// The dataset URL.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Objects under the dataset root break the `symbol=…/date=YYYY-MM-DD/*.parquet` layout:
+    /// data a user expects read would not be. Every such object is listed.
+    #[error("dataset {url} breaks the `symbol=…/date=YYYY-MM-DD/*.parquet` layout:{}", list(.problems))]
+    Layout {
+        /// The dataset URL.
+        url: String,
+        /// Every problem, by path.
+        problems: Vec<super::layout::LayoutProblem>,
+    },
     /// The dataset holds no `symbol=…` partitions.
     #[error("no `symbol=…/date=…` partitions under {url}")]
     Empty {
@@ -39,10 +56,12 @@ pub enum DataError {
         known: String,
     },
     /// A shard's date range holds no files.
-    #[error("shard {shard} has no Parquet files")]
+    #[error("shard {shard} has no Parquet files{}", .covers.as_ref().map(|c| format!(" (the data of this symbol cover {c})")).unwrap_or_default())]
     NoFiles {
         /// The shard.
         shard: String,
+        /// The dates the symbol's data do cover, `FIRST..LAST`, when it has any.
+        covers: Option<String>,
     },
     /// A file is not readable Parquet.
     #[error("unreadable Parquet file {file}: {reason}")]
@@ -99,7 +118,7 @@ pub enum DataError {
         rule: &'static str,
     },
     /// Timestamps go backwards within a shard.
-    #[error("{file}: timestamp goes backwards at row {row}: {ts} after {previous}{}",
+    #[error("{file}: timestamp goes backwards at row {row}: {} after {}{}", timestamp(*.ts), timestamp(*.previous),
         .previous_file.as_ref().map(|f| format!(" (last row of {f})")).unwrap_or_default())]
     Backwards {
         /// The file.
@@ -114,7 +133,7 @@ pub enum DataError {
         previous_file: Option<String>,
     },
     /// A timestamp lies outside its `date=` partition's day (UTC).
-    #[error("{file}: timestamp {ts} at row {row} is not on the partition's date {date}")]
+    #[error("{file}: timestamp {} at row {row} is not on the partition's date {date}", timestamp(*.ts))]
     OutsidePartition {
         /// The file.
         file: String,
@@ -136,6 +155,19 @@ pub enum DataError {
         #[source]
         source: Box<datafusion::error::DataFusionError>,
     },
+    /// The scan read another number of rows than the listed files' footers hold (the files
+    /// changed while being read).
+    #[error(
+        "shard {shard}: read {read} rows but its listed files hold {listed}; did the data change during the read?"
+    )]
+    RowCount {
+        /// The shard.
+        shard: String,
+        /// Rows the scan returned.
+        read: u64,
+        /// Rows the footers of the listed files hold.
+        listed: u64,
+    },
     /// Writing a file failed.
     #[error("cannot write {file}: {reason}")]
     Write {
@@ -144,6 +176,29 @@ pub enum DataError {
         /// Why.
         reason: String,
     },
+}
+
+/// A timestamp in ns as RFC 3339 (UTC) with the raw value: `2024-01-03T15:00:00Z (1704294000000000000 ns)`.
+#[must_use]
+pub(crate) fn timestamp(ns: i64) -> String {
+    let time = chrono::DateTime::from_timestamp_nanos(ns);
+    format!(
+        "{} ({ns} ns)",
+        time.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+    )
+}
+
+/// Lists items one per line, the first 20 and a count of the rest.
+fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    let mut text: String = items
+        .iter()
+        .take(20)
+        .map(|p| format!("\n  - {p}"))
+        .collect();
+    if items.len() > 20 {
+        text.push_str(&format!("\n  - … and {} more", items.len() - 20));
+    }
+    text
 }
 
 /// `Result` with [`DataError`].

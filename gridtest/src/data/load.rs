@@ -2,23 +2,25 @@
 //! checks them on the way.
 //!
 //! # How a shard is read
-//! 1. **List** the shard's files through the table itself (`list_files_for_scan` with the filter
-//!    `symbol = S AND date BETWEEN first AND last`): DataFusion prunes on the partition columns,
-//!    and with the list-files cache off an equality on `symbol` becomes a listing prefix, so other
-//!    symbols' directories are not even walked. Files outside the shard are never opened.
-//! 2. **Inspect** each file's footer: required columns present with usable types, row count.
-//!    A bad file is reported by name before any data is decoded.
-//! 3. **Scan** with the same filter, one partition, no sort: DataFusion reads the files in path
-//!    order (date, then name), so each row is attributed to its file by the footers' row counts,
-//!    and every check (nulls, NaN or non-positive prices, timestamps going backwards across the
-//!    whole shard, timestamps outside their `date=` day) names the file and row.
+//! 1. **List** the shard's symbol directory strictly ([`super::layout`]): only `symbol=S/` is
+//!    walked, every object there is data, ignored with a reason, or a layout problem that fails
+//!    the shard (an unpadded `date=2024-1-3`, a `.pq` file, a file with no `date=` level); the
+//!    files dated within the shard are its files. Files outside the shard are never opened.
+//! 2. **Inspect** each file's footer: not empty, required columns present with usable types,
+//!    row count. A bad file is reported by name before any data is decoded.
+//! 3. **Scan** through the DataFusion table with the filter `symbol = S AND date BETWEEN first
+//!    AND last` (partition pruning: the dates of a checked layout are canonical, so string order
+//!    is date order), one partition, no sort: DataFusion reads the files in path order (date,
+//!    then name), so each row is attributed to its file by the footers' row counts, and every
+//!    check (nulls, NaN or non-positive prices, timestamps going backwards across the whole
+//!    shard, timestamps outside their `date=` day) names the file and row. At the end the rows
+//!    read must equal the footers' total: a scan that saw other files than the listing fails.
 
 use std::sync::Arc;
 
 use chrono::NaiveDate;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::TableProvider;
-use datafusion::common::ScalarValue;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
@@ -36,6 +38,7 @@ use object_store::{ObjectMeta, ObjectStore};
 use super::columns::{Checker, FeedBatch, FileInfo, ShardData, ShardInfo};
 use super::dataset::Dataset;
 use super::error::{DataError, Result};
+use super::layout::{self, DataObject, ListedFile};
 use super::shard::Shard;
 use crate::strategy::DataKind;
 
@@ -149,51 +152,69 @@ impl ShardReader {
         }
     }
 
-    /// The shard's files, pruned by DataFusion, in read order.
+    /// The shard's data files in read order (date, then name), from a strict listing of its
+    /// symbol's directory: only `symbol=S/` is listed, so other symbols are never touched, and
+    /// any object there that breaks the layout fails the shard (see [`super::layout`]). Empty
+    /// files are included: reading them fails, naming them.
     ///
     /// # Errors
-    /// [`DataError::Store`] if listing fails.
-    pub async fn list(&self, shard: &Shard) -> Result<Vec<(ObjectMeta, NaiveDate)>> {
-        let state = self.ctx.state();
-        let listed = self
-            .table
-            .list_files_for_scan(&state, &[Self::filter(shard)], None)
-            .await
-            .map_err(|e| self.query_error(shard, "(listing)", e))?;
-        let mut files: Vec<(ObjectMeta, NaiveDate)> = listed
-            .file_groups
-            .into_iter()
-            .flat_map(|g| g.into_inner())
-            .filter_map(|f| {
-                let date = match f.partition_values.get(1) {
-                    Some(ScalarValue::Utf8(Some(d))) => {
-                        NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()
-                    }
-                    _ => None,
-                }?;
-                Some((f.object_meta, date))
+    /// [`DataError::Layout`], [`DataError::NoFiles`], [`DataError::Store`].
+    pub async fn list(&self, shard: &Shard) -> Result<Vec<ListedFile>> {
+        let objects = self.list_objects(shard).await?;
+        Ok(self.listed(&objects))
+    }
+
+    /// Listed files as a manifest records them.
+    pub(crate) fn listed(&self, objects: &[DataObject]) -> Vec<ListedFile> {
+        objects
+            .iter()
+            .map(|o| ListedFile {
+                url: self.dataset.object_url(&o.meta.location),
+                size: o.meta.size,
+                e_tag: o.meta.e_tag.clone(),
+                date: o.date,
             })
-            .collect();
-        files.sort_by(|a, b| a.0.location.cmp(&b.0.location));
-        Ok(files)
+            .collect()
+    }
+
+    async fn list_objects(&self, shard: &Shard) -> Result<Vec<DataObject>> {
+        let symbol = [shard.symbol().to_owned()];
+        let layout = layout::scan_symbols(&self.dataset, &symbol).await?;
+        layout.check(self.dataset.url().as_str())?;
+        let files = layout.files_between(shard.symbol(), shard.first(), shard.last());
+        if files.is_empty() {
+            let dates = layout.dates(shard.symbol());
+            return Err(DataError::NoFiles {
+                shard: shard.to_string(),
+                covers: dates
+                    .first()
+                    .zip(dates.last())
+                    .map(|(a, b)| format!("{a}..{b}")),
+            });
+        }
+        layout::tag_contents(&self.dataset, files).await
     }
 
     /// Lists the shard's files and checks each footer (schema and row count), naming any bad
     /// file. Reads footers only.
     ///
     /// # Errors
-    /// [`DataError::NoFiles`], [`DataError::Unreadable`], [`DataError::MissingColumn`],
-    /// [`DataError::WrongType`], [`DataError::Store`].
+    /// [`DataError::Layout`], [`DataError::NoFiles`], [`DataError::Unreadable`] (an empty file
+    /// too), [`DataError::MissingColumn`], [`DataError::WrongType`], [`DataError::Store`].
     pub async fn inspect(&self, shard: &Shard) -> Result<ShardInfo> {
-        let listed = self.list(shard).await?;
-        if listed.is_empty() {
-            return Err(DataError::NoFiles {
-                shard: shard.to_string(),
-            });
-        }
+        let listed = self.list_objects(shard).await?;
+        self.inspect_objects(shard, listed).await
+    }
+
+    /// Checks the footers of files already listed (by [`Dataset::plan`]).
+    pub(crate) async fn inspect_objects(
+        &self,
+        shard: &Shard,
+        objects: Vec<DataObject>,
+    ) -> Result<ShardInfo> {
         let kind = self.dataset.kind();
-        let files: Vec<FileInfo> = futures::stream::iter(listed)
-            .map(|(meta, date)| self.inspect_file(meta, date, kind))
+        let files: Vec<FileInfo> = futures::stream::iter(objects)
+            .map(|o| self.inspect_file(o.meta, o.date, kind))
             .buffered(FOOTER_CONCURRENCY)
             .try_collect()
             .await?;
@@ -215,6 +236,9 @@ impl ShardReader {
             file: url.clone(),
             reason,
         };
+        if meta.size == 0 {
+            return Err(unreadable("the file is empty (0 bytes)".to_owned()));
+        }
         // A malformed footer can make the Parquet decoder panic: that is a bad file, not a crash.
         let fetcher = DFParquetMetadata::new(&*self.store, &meta);
         let fetch = fetcher.fetch_metadata();
@@ -282,6 +306,7 @@ impl ShardReader {
             info,
             stream,
             store_url: self.dataset.url().to_string(),
+            finished: false,
         })
     }
 
@@ -305,6 +330,7 @@ pub struct ShardStream {
     stream: SendableRecordBatchStream,
     checker: Checker,
     store_url: String,
+    finished: bool,
 }
 
 impl std::fmt::Debug for ShardStream {
@@ -325,7 +351,19 @@ impl ShardStream {
     /// The next checked batch, `None` at the end.
     pub async fn next_batch(&mut self) -> Option<Result<FeedBatch>> {
         loop {
-            let rb = match self.stream.next().await? {
+            let Some(next) = self.stream.next().await else {
+                let (read, listed) = (self.checker.rows_checked(), self.info.n_rows());
+                if read != listed && !self.finished {
+                    self.finished = true;
+                    return Some(Err(DataError::RowCount {
+                        shard: self.info.shard.to_string(),
+                        read,
+                        listed,
+                    }));
+                }
+                return None;
+            };
+            let rb = match next {
                 Ok(rb) => rb,
                 Err(DataFusionError::ObjectStore(source)) => {
                     return Some(Err(DataError::Store {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::data::{FileInfo, Shard};
+use crate::data::{IgnoredObject, ListedFile, Shard};
 use crate::engine::{EXEC_MODEL_VERSION, ExecModel};
 use crate::params::Grid;
 use crate::strategy::DataKind;
@@ -31,8 +31,14 @@ pub struct SweepSpec {
     pub exec: ExecModel,
     /// Version of the execution semantics.
     pub exec_model_version: u32,
-    /// Every file the sweep reads, with its size, ETag (or the store's content tag) and rows.
-    pub manifest: Vec<FileInfo>,
+    /// Every data file the listing of the sweep's shards saw (empty ones too), with its size
+    /// and ETag (for local files a hash of the content).
+    pub manifest: Vec<ListedFile>,
+    /// Objects under the dataset root that were not read, and why (the warnings the run
+    /// printed). Recorded for audit; not part of the sweep id, so adding a README to the
+    /// dataset does not make the sweep another one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<IgnoredObject>,
 }
 
 impl SweepSpec {
@@ -46,7 +52,7 @@ impl SweepSpec {
         kind: DataKind,
         shards: Vec<Shard>,
         exec: ExecModel,
-        manifest: Vec<FileInfo>,
+        manifest: Vec<ListedFile>,
     ) -> Self {
         Self {
             gridtest_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -60,7 +66,15 @@ impl SweepSpec {
             exec,
             exec_model_version: EXEC_MODEL_VERSION,
             manifest,
+            ignored: Vec::new(),
         }
+    }
+
+    /// The same spec recording `ignored` objects.
+    #[must_use]
+    pub fn with_ignored(mut self, ignored: Vec<IgnoredObject>) -> Self {
+        self.ignored = ignored;
+        self
     }
 
     /// The sweep id: see [`sweep_id`].
@@ -70,11 +84,19 @@ impl SweepSpec {
     }
 }
 
-/// The first 8 bytes of SHA-256 over the spec's JSON, as 16 hex digits. The same sweep
-/// submitted twice gets the same id.
+/// The first 8 bytes of SHA-256 over the spec's JSON (without the ignored objects), as 16 hex
+/// digits. The same sweep submitted twice gets the same id.
 #[must_use]
 pub fn sweep_id(spec: &SweepSpec) -> String {
-    let json = serde_json::to_vec(spec).expect("specs serialise");
+    let json = if spec.ignored.is_empty() {
+        serde_json::to_vec(spec)
+    } else {
+        serde_json::to_vec(&SweepSpec {
+            ignored: Vec::new(),
+            ..spec.clone()
+        })
+    }
+    .expect("specs serialise");
     let digest = Sha256::digest(&json);
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

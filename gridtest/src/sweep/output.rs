@@ -1,7 +1,7 @@
 //! Writing a sweep's results: `results.csv`, `results.parquet` (one row per cell) and
 //! `leaderboard.csv`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -97,15 +97,63 @@ pub fn render(
     ])
 }
 
-/// Writes `results.csv`, `results.parquet` and `leaderboard.csv` into `dir` (created if needed).
+/// Makes sure `dir` can receive the output: creates it if needed and writes (then removes) a
+/// probe file. Called before a sweep computes anything.
+///
+/// # Errors
+/// [`Error::Output`] naming the folder: it is a file, lies under a file, or is not writable.
+pub fn prepare_dir(dir: &Path) -> Result<()> {
+    let unusable = |reason: String| Error::Output {
+        path: dir.display().to_string(),
+        reason: format!("cannot be the output folder: {reason}"),
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(unusable("it is a file".to_owned()));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| unusable(e.to_string()))?;
+    let probe = dir.join(format!(".gridtest-probe-{}", std::process::id()));
+    write_synced(&probe, b"probe").map_err(|e| unusable(format!("not writable: {e}")))?;
+    std::fs::remove_file(&probe).map_err(|e| unusable(e.to_string()))?;
+    Ok(())
+}
+
+/// Writes `bytes` to `path` and flushes them to the disk (so a full disk fails here, not later).
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Writes `results.csv`, `results.parquet` and `leaderboard.csv` into `dir` (created if
+/// needed), all or nothing: each is first written in full under a temporary name beside its
+/// target, and only when all three are complete are they renamed into place. A full disk or a
+/// failing write leaves the previous files untouched and no temporary file behind.
 ///
 /// # Errors
 /// [`Error::Output`] naming the file that could not be written.
 pub fn write_all(results: &SweepResults, leaderboard: &Leaderboard, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let discard = |staged: &[(PathBuf, PathBuf)]| {
+        for (temporary, _) in staged {
+            let _ = std::fs::remove_file(temporary);
+        }
+    };
     for (name, bytes) in render(results, leaderboard)? {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|e| output_error(&path, e))?;
+        let target = dir.join(name);
+        let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        staged.push((temporary.clone(), target.clone()));
+        if let Err(e) = write_synced(&temporary, &bytes) {
+            discard(&staged);
+            return Err(output_error(&target, e));
+        }
+    }
+    for (i, (temporary, target)) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(temporary, target) {
+            discard(&staged[i..]);
+            return Err(output_error(target, e));
+        }
     }
     Ok(())
 }
