@@ -75,19 +75,53 @@ struct CudaMemory<'a> {
 }
 
 impl DeviceMemory for CudaMemory<'_> {
-    type Allocation = CudaSlice<f64>;
+    type Allocation = SettledBuffer;
 
     fn free_bytes(&self) -> u64 {
         self.device.free_bytes()
     }
 
-    fn allocate(&self, bytes: u64) -> Result<CudaSlice<f64>, OutOfMemory> {
+    fn allocate(&self, bytes: u64) -> Result<SettledBuffer, OutOfMemory> {
         let len = usize::try_from(bytes.div_ceil(8))
             .unwrap_or(usize::MAX)
             .max(1);
-        self.stream
+        let slice = self
+            .stream
             .alloc_zeros::<f64>(len)
-            .map_err(|_| OutOfMemory { needed: bytes })
+            .map_err(|_| OutOfMemory { needed: bytes })?;
+        Ok(SettledBuffer {
+            slice: Some(slice),
+            stream: Arc::clone(self.stream),
+        })
+    }
+}
+
+/// A launch's device buffer whose memory is back with the driver once it is dropped.
+///
+/// cudarc allocates from the stream-ordered pool (`cuMemAllocAsync`) when the device has one,
+/// and a dropped slice is freed *asynchronously* on its stream: the pool keeps the memory until
+/// that stream next synchronises. Admission reads the driver's free figure, so memory parked in
+/// the pools of idle slots' streams looked used: on the H200 the squeeze (four slots, 8 MiB
+/// admissible) refused even a single lane. Dropping this frees the slice and synchronises its
+/// stream (the pool's release threshold is 0: memory goes back at that synchronisation) before
+/// admission wakes the next slot.
+pub(crate) struct SettledBuffer {
+    slice: Option<CudaSlice<f64>>,
+    stream: Arc<CudaStream>,
+}
+
+impl SettledBuffer {
+    fn slice_mut(&mut self) -> &mut CudaSlice<f64> {
+        self.slice.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for SettledBuffer {
+    fn drop(&mut self) {
+        drop(self.slice.take());
+        if let Err(e) = self.stream.synchronize() {
+            tracing::warn!(error = %e, "could not synchronise a stream after freeing a buffer");
+        }
     }
 }
 
@@ -393,7 +427,7 @@ impl GpuDevice {
                     self.splits.fetch_add(1, Ordering::Relaxed);
                     SplitError::OutOfMemory(oom)
                 })?;
-            let buffer = admitted.allocation();
+            let buffer = admitted.allocation().slice_mut();
             let (mut params_dev, mut out_dev) = buffer.split_at_mut(params.len());
             let other = |e: DriverError| {
                 if is_oom(&e) {

@@ -17,6 +17,7 @@ pub mod config;
 pub mod head;
 pub mod messages;
 pub mod node;
+mod sessions;
 pub mod transport;
 pub mod wire;
 pub mod worker;
