@@ -2,25 +2,12 @@
 //! checked before computing and written all-or-nothing, flags that are refused rather than
 //! silently reinterpreted, readable errors, and one run at a time per sweep.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use gridtest::exit;
-use gridtest_tests::{example_binary, w1_smoke};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
+use gridtest_tests::{copy_dir, example_binary, w1_smoke};
 
 /// A scratch folder with a copy of the W1 smoke data.
 struct Scene {

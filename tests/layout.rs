@@ -3,14 +3,14 @@
 //! manifest, objects that are not data are recorded as ignored, and a file's identity is its
 //! content.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use gridtest::data::{DataError, Shard, ShardReader};
 use gridtest::persist::SweepSpec;
 use gridtest::sweep::FailureKind;
 use gridtest::{DataKind, Error, RunOptions, Sweep, SweepResults};
 use gridtest_examples::SmaCrossover;
-use gridtest_tests::{quiet, run_with, runtime, w1_grid, w1_smoke};
+use gridtest_tests::{copy_dir, quiet, run_with, runtime, w1_grid, w1_smoke};
 
 /// A copy of the W1 smoke dataset (2 symbols × 3 days) to break, and a results root.
 struct Fixture {
@@ -56,19 +56,6 @@ impl Fixture {
             .path()
             .join(format!("results/sweeps/{id}/spec.json"));
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
     }
 }
 

@@ -230,6 +230,23 @@ pub fn compare_w1(got: &W1Table, reference: &W1Table) -> Result<W1Diff, String> 
     }
 }
 
+/// Copies the folder `from` (recursively) to `to`.
+///
+/// # Panics
+/// On I/O errors.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let p = e.expect("entry").path();
+        let dest = to.join(p.file_name().expect("a name"));
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).expect("copy");
+        }
+    }
+}
+
 /// A dataset in a temporary folder, written file by file.
 #[derive(Debug)]
 pub struct Scratch {

@@ -10,20 +10,7 @@ use datafusion::arrow::datatypes::Float64Type;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use gridtest::{ParamSet, ParamValue};
-use gridtest_tests::{example_binary, w1_smoke};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
+use gridtest_tests::{copy_dir, example_binary, w1_smoke};
 
 fn sweep(args: &[&str]) -> Output {
     Command::new(example_binary("sma_crossover"))

@@ -24,9 +24,13 @@ pub struct SubmitArgs {
     /// The head, HOST:PORT.
     #[arg(long)]
     pub head: String,
-    /// The cluster's cookie.
+    /// The cluster's cookie (prefer GRIDTEST_COOKIE or --cookie-file: a command line is
+    /// readable by every local user).
     #[arg(long, env = "GRIDTEST_COOKIE", hide_env_values = true)]
-    pub cookie: String,
+    pub cookie: Option<String>,
+    /// File holding the cluster's cookie.
+    #[arg(long, env = "GRIDTEST_COOKIE_FILE", conflicts_with = "cookie")]
+    pub cookie_file: Option<std::path::PathBuf>,
     /// Registered strategy name (the head and workers must have it).
     #[arg(long)]
     pub strategy: String,
@@ -158,7 +162,8 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
     let config = ClusterArgs {
         role: Some(RoleChoice::Worker),
         seeds: vec![args.head.clone()],
-        cookie: Some(args.cookie.clone()),
+        cookie: args.cookie.clone(),
+        cookie_file: args.cookie_file.clone(),
         node_name: Some(format!("client-{}", std::process::id())),
         tls_cert: args.tls_cert.clone(),
         tls_key: args.tls_key.clone(),
@@ -173,6 +178,9 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
     }
     .resolve()
     .map_err(runtime)?;
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
     let tls = config
         .tls
         .as_ref()

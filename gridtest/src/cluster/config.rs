@@ -64,7 +64,7 @@ pub struct ClusterArgs {
     #[arg(long, env = "GRIDTEST_COOKIE_FILE", conflicts_with = "cookie")]
     pub cookie_file: Option<PathBuf>,
     /// This node's name, unique in the cluster and stable across restarts (default: $POD_NAME,
-    /// else `<hostname>-<pid>`).
+    /// else with --role auto a StatefulSet hostname, else `<hostname>-<pid>`).
     #[arg(long, env = "GRIDTEST_NODE_NAME")]
     pub node_name: Option<String>,
     /// Results root for persisted sweeps (path, file:// or s3://); the head default is
@@ -219,7 +219,9 @@ impl ClusterArgs {
             .cookie
             .as_ref()
             .is_some_and(|c| cookie_from_env.as_ref() != Some(c));
-        if role == Role::Local {
+        // `--role auto` may resolve to local on a machine that is no pod: its cluster settings
+        // are shared with the pods and simply unused there.
+        if role == Role::Local && self.role != Some(RoleChoice::Auto) {
             let mut stray = Vec::new();
             if self.listen.is_some() {
                 stray.push("--listen");
@@ -272,9 +274,14 @@ impl ClusterArgs {
             ),
             _ => self.listen.clone(),
         };
+        // A pod's name is unique in its StatefulSet and stable across restarts; any other
+        // host may run several nodes, so the process id makes the default unique.
+        let pod_like =
+            self.role == Some(RoleChoice::Auto) && stateful_set_ordinal(&identity).is_some();
         let node_name = match (&self.node_name, &pod) {
             (Some(name), _) => name.clone(),
             (None, Some(pod)) => pod.clone(),
+            (None, None) if pod_like => identity.clone(),
             (None, None) => format!("{host}-{}", std::process::id()),
         };
         let tls = match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
