@@ -619,7 +619,11 @@ fn nodes_talk_over_mutual_tls_and_plain_nodes_are_refused() {
     let _serial = serial();
     let certs = tempfile::tempdir().unwrap();
     let Some((cert, key, ca)) = certificates(certs.path()) else {
-        eprintln!("SKIPPED nodes_talk_over_mutual_tls: the openssl command is not available");
+        gridtest_tests::skip(
+            "openssl",
+            "nodes_talk_over_mutual_tls",
+            "the openssl command is not available",
+        );
         return;
     };
     let (cert, key, ca) = (

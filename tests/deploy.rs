@@ -11,7 +11,11 @@ fn the_manifests_render_with_kustomize() {
         .arg(&deploy)
         .output()
     else {
-        eprintln!("SKIPPED the_manifests_render_with_kustomize: kubectl is not installed");
+        gridtest_tests::skip(
+            "kubectl",
+            "the_manifests_render_with_kustomize",
+            "kubectl is not installed",
+        );
         return;
     };
     let yaml = String::from_utf8_lossy(&out.stdout);
@@ -27,6 +31,8 @@ fn the_manifests_render_with_kustomize() {
         "publishNotReadyAddresses: true",
         "nvidia.com/gpu: 1",
         "value: gridtest-0.gridtest:7000",
+        // The CPU pool infers head and workers from pod names, which takes --role auto.
+        "name: GRIDTEST_ROLE\n          value: auto",
         "kind: PodDisruptionBudget",
     ] {
         assert!(yaml.contains(needle), "missing {needle:?} in\n{yaml}");

@@ -178,7 +178,7 @@ fn check_parity(
     let exe = match compile_harness(&code, dir.path()) {
         Ok(exe) => exe,
         Err(why) => {
-            eprintln!("SKIPPED device-code parity for {name}: {why}");
+            gridtest_tests::skip("cxx", &format!("device-code parity for {name}"), &why);
             return;
         }
     };
@@ -381,7 +381,7 @@ fn gpu_detection_never_panics_and_says_why_there_is_none() {
     match gridtest_cuda::detect() {
         Ok(gpus) => assert!(!gpus.is_empty() && described.starts_with("GPU 0")),
         Err(why) => {
-            eprintln!("SKIPPED GPU kernel tests: {why}");
+            gridtest_tests::skip("gpu", "GPU kernel tests", &why.to_string());
             assert!(described.starts_with("no GPU: "), "{described}");
             // No NVML either: no telemetry, and no panic.
             assert!(gridtest_cuda::telemetry::sample(0).is_none());
@@ -403,7 +403,7 @@ fn gpu_kernels_equal_the_cpu_engine() {
     let gpus = match gridtest_cuda::detect() {
         Ok(gpus) => gpus,
         Err(why) => {
-            eprintln!("SKIPPED gpu_kernels_equal_the_cpu_engine: {why}");
+            gridtest_tests::skip("gpu", "gpu_kernels_equal_the_cpu_engine", &why.to_string());
             return;
         }
     };
@@ -427,8 +427,10 @@ fn gpu_kernels_equal_the_cpu_engine() {
 #[test]
 fn generated_kernels_compile_with_nvrtc() {
     if !gridtest_cuda::device::nvrtc_present() {
-        eprintln!(
-            "SKIPPED generated_kernels_compile_with_nvrtc: no libnvrtc (pip install nvidia-cuda-nvrtc-cu12 and put its lib/ on LD_LIBRARY_PATH)"
+        gridtest_tests::skip(
+            "nvrtc",
+            "generated_kernels_compile_with_nvrtc",
+            "no libnvrtc (pip install nvidia-cuda-nvrtc-cu12 and put its lib/ on LD_LIBRARY_PATH)",
         );
         return;
     }

@@ -230,6 +230,46 @@ pub fn compare_w1(got: &W1Table, reference: &W1Table) -> Result<W1Diff, String> 
     }
 }
 
+/// A test cannot run here because `component` is missing: prints `SKIPPED test: why` and
+/// returns, unless `GRIDTEST_REQUIRE` (a comma-separated list, or `all`) names the component,
+/// in which case the test fails. `.ci/run` requires what CI provides (`s3`, `moto`, `cxx`,
+/// `nvrtc`, `openssl`), so a component that silently went missing fails CI instead of passing as
+/// a skip. Components: `s3`, `moto`, `cxx` (a C++20 compiler), `nvrtc`, `openssl`, `kubectl`,
+/// `gpu`.
+///
+/// # Panics
+/// When the component is required.
+pub fn skip(component: &str, test: &str, why: &str) {
+    let required = std::env::var("GRIDTEST_REQUIRE").unwrap_or_default();
+    if let Err(failure) = skip_unless_required(&required, component, test, why) {
+        panic!("{failure}");
+    }
+}
+
+/// [`skip`] with the required list given: `Err` (the failure message) when `required` names
+/// `component` (or is `all`), else prints `SKIPPED test: why`.
+///
+/// # Errors
+/// The failure message when the component is required.
+pub fn skip_unless_required(
+    required: &str,
+    component: &str,
+    test: &str,
+    why: &str,
+) -> Result<(), String> {
+    if required
+        .split(',')
+        .map(str::trim)
+        .any(|c| c == component || c == "all")
+    {
+        return Err(format!(
+            "{test}: `{component}` is required here (GRIDTEST_REQUIRE) but missing: {why}"
+        ));
+    }
+    eprintln!("SKIPPED {test}: {why}");
+    Ok(())
+}
+
 /// Copies the folder `from` (recursively) to `to`.
 ///
 /// # Panics
@@ -454,4 +494,18 @@ fn workspace_binary(build_args: &[&str], relative: &str) -> PathBuf {
         assert!(status.success(), "building {relative} failed");
     }
     binary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skip_unless_required;
+
+    #[test]
+    fn a_skip_of_a_required_component_fails() {
+        assert!(skip_unless_required("", "s3", "t", "no server").is_ok());
+        assert!(skip_unless_required("cxx,nvrtc", "s3", "t", "no server").is_ok());
+        let err = skip_unless_required("s3,cxx", "s3", "t", "no server").unwrap_err();
+        assert!(err.contains("`s3` is required"), "{err}");
+        assert!(skip_unless_required("all", "gpu", "t", "none").is_err());
+    }
 }
