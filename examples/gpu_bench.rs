@@ -27,7 +27,7 @@ use gridtest::actors::BackendSettings;
 use gridtest::data::{Dataset, ShardData, ShardReader, synth};
 use gridtest::engine::run_chunk;
 use gridtest::prelude::*;
-use gridtest::strategy::find_strategy;
+use gridtest::registry::find_strategy;
 use gridtest::{CellOutcome, DataKind, RunOptions};
 use gridtest_cuda::admission::ALLOCATION_GRANULE;
 use gridtest_cuda::runner::GpuDevice;

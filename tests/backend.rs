@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use gridtest::actors::{BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend};
 use gridtest::data::ShardData;
 use gridtest::engine::ExecModel;
-use gridtest::strategy::StrategyEntry;
+use gridtest::registry::StrategyEntry;
 use gridtest::sweep::{CellFailure, CellOutcome};
 use gridtest::{Grid, ParamSet, RunOptions, Sweep, SweepResults};
 use gridtest_examples::{Momentum, SmaCrossover};

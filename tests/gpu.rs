@@ -10,7 +10,8 @@ use std::process::Command;
 
 use gridtest::data::{Shard, ShardData, ShardReader};
 use gridtest::engine::{RawAccount, run_chunk};
-use gridtest::strategy::{Feed, find_strategy};
+use gridtest::registry::find_strategy;
+use gridtest::strategy::Feed;
 use gridtest::{Bars, DataKind, ExecModel, GpuCode, Grid, ParamSet, Ticks};
 use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES, host_harness_source};
 use gridtest_examples::{Breakout, Momentum, SmaCrossover};

@@ -1,5 +1,6 @@
 //! gridtest's integration tests: one binary, a module per area.
 
+mod architecture;
 mod backend;
 mod cluster;
 mod data_errors;

@@ -1,7 +1,7 @@
 //! The strategy registry: strategies are found by name, in this binary and in linked crates.
 
 use gridtest::prelude::*;
-use gridtest::strategy::{StrategyError, find_strategy, registered};
+use gridtest::registry::{StrategyError, find_strategy, registered};
 
 #[derive(Params, Clone, Debug)]
 struct NoParams {}

@@ -9,7 +9,7 @@ use gridtest::actors::{BACKEND_PROVIDERS, BackendProvider, BackendSettings, Unit
 use gridtest::data::ShardData;
 use gridtest::engine::ExecModel;
 use gridtest::params::ParamSet;
-use gridtest::strategy::StrategyEntry;
+use gridtest::registry::StrategyEntry;
 use gridtest::sweep::{CellFailure, CellOutcome, FailureKind};
 
 use crate::device::detect;

@@ -13,16 +13,17 @@
 //! Actors own their state and talk only by messages; CPU work runs off the async reactor.
 
 mod backend;
-mod coordinator;
+pub mod messages;
 mod node_agent;
 mod scorer;
 mod shard_loader;
 mod supervisor;
+pub mod wire;
 
+pub use crate::sweep::NodeStats;
 pub use backend::{
     BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend, backend_slots,
 };
-pub use coordinator::{Coordinator, CoordinatorArgs, CoordinatorState};
 pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};
 pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerState};
 pub use shard_loader::{
@@ -30,5 +31,5 @@ pub use shard_loader::{
     SharedDataError,
 };
 pub use supervisor::{
-    NodeStats, Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorState, SupervisorTiming,
+    Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorState, SupervisorTiming,
 };

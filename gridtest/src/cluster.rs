@@ -14,12 +14,13 @@
 //! `docs/cluster.md` for the settings and the failure model.
 
 pub mod config;
+pub mod coordinator;
 pub mod head;
-pub mod messages;
 pub mod node;
 mod sessions;
 pub mod transport;
-pub mod wire;
 pub mod worker;
 
+/// The actors' protocol, which crosses the wire between nodes (defined with the actors).
+pub use crate::actors::{messages, wire};
 pub use config::{ClusterArgs, ClusterConfig, Role, RoleChoice};

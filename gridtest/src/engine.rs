@@ -14,11 +14,13 @@
 //! See [`ExecModel`] and `docs/execution-model.md`.
 
 mod account;
+mod cell;
 mod exec_model;
 mod kernel;
 mod panic_capture;
 mod raw;
 
+pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use exec_model::{EXEC_MODEL_VERSION, ExecModel};
 pub use kernel::TILE;
 pub use raw::RawAccount;
@@ -26,7 +28,6 @@ pub use raw::RawAccount;
 use crate::data::{DataError, FeedBatch, ShardData};
 use crate::params::ParamSet;
 use crate::strategy::{DataKind, Feed, Strategy};
-use crate::sweep::{CellFailure, CellOutcome, FailureKind};
 
 /// Runs each parameter set in `sets` over the whole of `data` with strategy `S`; returns one
 /// outcome per set, in order. Cells fail independently: a set that does not fit `S::Params`, a

@@ -3,7 +3,7 @@
 
 use crate::data::DataError;
 use crate::params::GridError;
-use crate::strategy::StrategyError;
+use crate::registry::StrategyError;
 
 /// gridtest's error type.
 ///

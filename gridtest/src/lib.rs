@@ -71,6 +71,7 @@ pub mod cluster;
 pub mod data;
 pub mod engine;
 mod error;
+pub mod execute;
 pub mod indicators;
 pub mod ingest;
 pub mod metrics;
@@ -78,6 +79,7 @@ pub mod params;
 pub mod persist;
 pub mod prelude;
 pub mod progress;
+pub mod registry;
 pub mod replay;
 pub mod run;
 pub mod storage;
@@ -87,13 +89,14 @@ pub mod sweep;
 
 pub use engine::ExecModel;
 pub use error::{Error, Result, exit, exit_status};
+pub use execute::{RunOptions, run_sweep};
 pub use gridtest_macros::{Params, strategy};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{
     CmpOp, Constraint, Grid, GridError, Operand, ParamError, ParamKind, ParamSet, ParamSetId,
     ParamValue, Params,
 };
-pub use run::{RunArgs, RunOptions, SweepReport, run, run_sweep};
+pub use run::{RunArgs, SweepReport, run};
 pub use strategy::{
     Bars, Cursor, DataKind, Feed, GpuCode, RegisteredStrategy, Strategy, Ticks, pack_numeric,
 };
@@ -120,6 +123,6 @@ pub fn main(sweep: Sweep) -> Result<Option<SweepReport>> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::params::{ParamField, ParamType, read_field};
-    pub use crate::strategy::{STRATEGIES, StrategyEntry, entry};
+    pub use crate::registry::{STRATEGIES, StrategyEntry, entry};
     pub use linkme;
 }

@@ -13,8 +13,8 @@ use crate::data::{Dataset, ListedFile, ShardReader};
 use crate::error::{Error, Result};
 use crate::params::{ParamSet, ParamSetId};
 use crate::persist::{LedgerLog, SweepSpec};
+use crate::registry::find_strategy;
 use crate::storage::Location;
-use crate::strategy::find_strategy;
 use crate::sweep::{CellKey, CellOutcome};
 
 /// Which cells to replay.

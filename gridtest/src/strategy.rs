@@ -8,19 +8,11 @@
 //! first event of the shard, lookback reads return `0.0` (and timestamp `0`), so rolling sums
 //! need no warm-up branch (use [`Cursor::index`] to know how many events came before).
 
-mod registry;
-
 use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
 use crate::params::{ParamError, ParamSet, ParamValue, Params};
-
-pub use registry::{
-    RunChunk, RunSource, StrategyEntry, StrategyError, find as find_strategy, registered,
-};
-#[doc(hidden)]
-pub use registry::{STRATEGIES, entry};
 
 /// The two kinds of market data gridtest replays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -8,10 +8,10 @@ use chrono::NaiveDate;
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
 
-use crate::cluster::messages::{COORDINATORS, CoordinatorMsg, SCOPE, SweepRequest, SweepState};
+use crate::actors::messages::{COORDINATORS, CoordinatorMsg, SCOPE, SweepRequest, SweepState};
+use crate::actors::wire::Wire;
 use crate::cluster::node::{self, NodeEvent};
 use crate::cluster::transport::{self, Tls};
-use crate::cluster::wire::Wire;
 use crate::cluster::{ClusterArgs, RoleChoice};
 use crate::engine::ExecModel;
 use crate::error::{Error, Result};

@@ -1,9 +1,9 @@
 //! Sweeps: what to run ([`Sweep`]), how it is cut into work ([`WorkUnit`]), the state of every
 //! cell ([`Ledger`]), and what comes out ([`SweepResults`], [`Leaderboard`]).
 
-mod cell;
 mod leaderboard;
 mod ledger;
+mod node_stats;
 pub mod output;
 mod work_unit;
 
@@ -13,9 +13,10 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
-pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
+pub use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use leaderboard::{LeaderRow, Leaderboard};
 pub use ledger::{Completion, DEFAULT_MAX_ATTEMPTS, Ledger, LedgerStats, WorkerId};
+pub use node_stats::NodeStats;
 pub use work_unit::{UnitId, WorkUnit, chunk_size};
 
 use crate::data::Shard;
@@ -23,7 +24,8 @@ use crate::engine::ExecModel;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamSet};
-use crate::strategy::{RegisteredStrategy, StrategyEntry, entry, find_strategy};
+use crate::registry::{StrategyEntry, entry, find_strategy};
+use crate::strategy::RegisteredStrategy;
 
 /// A sweep: a registered strategy, a parameter grid, a dataset with a selection of symbols and
 /// dates, and an execution model.
@@ -252,9 +254,9 @@ pub struct RunInfo {
     /// Cells computed by this run (the rest were resumed from the ledger).
     pub computed: usize,
     /// Per node.
-    pub nodes: BTreeMap<String, crate::actors::NodeStats>,
+    pub nodes: BTreeMap<String, NodeStats>,
     /// Per GPU scorer (`node/gpuD-K`).
-    pub gpu_slots: BTreeMap<String, crate::actors::NodeStats>,
+    pub gpu_slots: BTreeMap<String, NodeStats>,
     /// Why the sweep could not be persisted to its results root, if it could not (every cell
     /// is still in these results).
     pub persist_failure: Option<String>,
@@ -285,8 +287,8 @@ impl SweepResults {
         mut self,
         sweep_id: String,
         computed: usize,
-        nodes: BTreeMap<String, crate::actors::NodeStats>,
-        gpu_slots: BTreeMap<String, crate::actors::NodeStats>,
+        nodes: BTreeMap<String, NodeStats>,
+        gpu_slots: BTreeMap<String, NodeStats>,
     ) -> Self {
         self.run_info = Some(RunInfo {
             sweep_id,

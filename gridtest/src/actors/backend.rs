@@ -11,7 +11,7 @@ use linkme::distributed_slice;
 use crate::data::ShardData;
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
-use crate::strategy::StrategyEntry;
+use crate::registry::StrategyEntry;
 use crate::sweep::{CellFailure, CellOutcome};
 
 /// A non-CPU engine slot (one GPU scorer).

@@ -11,10 +11,10 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use super::backend::UnitBackend;
 use super::scorer::{Scorer, ScorerArgs, ScorerMsg};
 use super::shard_loader::ShardLoaderMsg;
-use crate::cluster::messages::{
+use crate::actors::messages::{
     AGENTS, NodeAgentMsg, NodeStatus, SCOPE, SUPERVISORS, SupervisorMsg,
 };
-use crate::cluster::wire::Wire;
+use crate::actors::wire::Wire;
 use crate::sweep::WorkerId;
 
 /// Restarts allowed per scorer slot.

@@ -15,14 +15,14 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::backend::UnitBackend;
 use super::shard_loader::{ShardHandle, ShardLoaderMsg};
-use crate::cluster::messages::{
+use crate::actors::messages::{
     Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, UnitReport,
 };
-use crate::cluster::wire::Wire;
+use crate::actors::wire::Wire;
 use crate::data::{Dataset, ShardInfo, ShardReader};
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
-use crate::strategy::{StrategyEntry, find_strategy};
+use crate::registry::{StrategyEntry, find_strategy};
 use crate::sweep::{CellFailure, CellOutcome, FailureKind, WorkerId};
 
 /// Messages of a [`Scorer`] (local).

@@ -23,41 +23,17 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
-use crate::cluster::messages::{
+use crate::actors::messages::{
     AGENTS, Lease, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
 };
-use crate::cluster::wire::Wire;
+use crate::actors::wire::Wire;
 use crate::persist::LedgerLog;
 use crate::progress::Progress;
+use crate::sweep::NodeStats;
 use crate::sweep::{Completion, Ledger};
 
 /// Below this fraction of the median per-scorer speed, a node is flagged as slow.
 const SLOW_FRACTION: f64 = 0.5;
-
-/// What one node did for a sweep.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeStats {
-    /// Units reported (accepted or not).
-    pub units: u64,
-    /// Cells it made final.
-    pub cells: u64,
-    /// Evaluations of its reported units.
-    pub evaluations: u64,
-    /// Scorer time spent on them.
-    pub busy: Duration,
-    /// Units taken back from it (disconnect, silence, drain).
-    pub requeued: u64,
-    /// Whether it was flagged as slow at the end.
-    pub slow: bool,
-}
-
-impl NodeStats {
-    /// Evaluations per second of scorer time (independent of how many scorers it runs).
-    #[must_use]
-    pub fn speed(&self) -> f64 {
-        self.evaluations as f64 / self.busy.as_secs_f64().max(1e-9)
-    }
-}
 
 #[derive(Debug)]
 struct NodeState {
@@ -345,7 +321,7 @@ impl Actor for Supervisor {
             vec![myself.get_cell()],
         );
         ractor::pg::monitor_scope(SCOPE.to_owned(), myself.get_cell());
-        let gpu_capable = crate::strategy::find_strategy(&args.context.strategy)
+        let gpu_capable = crate::registry::find_strategy(&args.context.strategy)
             .is_ok_and(|e| (e.gpu)().is_some());
         Ok(SupervisorState {
             ledger: Some(args.ledger),

@@ -4,13 +4,13 @@
 use ractor::ActorRef;
 
 use super::config::ClusterConfig;
-use super::messages::{SCOPE, SUPERVISORS, SupervisorMsg};
 use super::node;
 use super::sessions::{SessionChange, Sessions};
 use super::transport::{self, Tls};
 use crate::actors::SupervisorTiming;
+use crate::actors::messages::{SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::error::{Error, Result};
-use crate::run::{NodeSetup, RunOptions, execute, plan};
+use crate::execute::{NodeSetup, RunOptions, execute, plan};
 use crate::storage::Location;
 use crate::sweep::{Sweep, SweepResults};
 
@@ -111,8 +111,8 @@ pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
         .map_err(|e| Error::Runtime(e.to_string()))?;
     let (coordinator, task) = ractor::Actor::spawn(
         None,
-        crate::actors::Coordinator,
-        crate::actors::CoordinatorArgs {
+        super::coordinator::Coordinator,
+        super::coordinator::CoordinatorArgs {
             node_name: config.node_name.clone(),
             opts: opts.clone(),
             results,

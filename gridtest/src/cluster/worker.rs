@@ -8,12 +8,12 @@ use ractor::{Actor, ActorRef};
 use tokio::sync::mpsc;
 
 use super::config::ClusterConfig;
-use super::messages::{NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg};
 use super::node::{self, NodeEvent};
 use super::transport::{self, Tls};
+use crate::actors::messages::{NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::actors::{NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs};
 use crate::error::{Error, Result};
-use crate::run::RunOptions;
+use crate::execute::RunOptions;
 
 /// How long a dialled session may take to authenticate.
 const AUTH_TIMEOUT: Duration = Duration::from_secs(10);

@@ -3,10 +3,10 @@
 use super::account::Account;
 use super::exec_model::ExecModel;
 use super::panic_capture;
+use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
 use crate::params::{ParamSet, Params};
 use crate::strategy::{Cursor, Feed, MAX_COLUMNS, Strategy};
-use crate::sweep::{CellFailure, CellOutcome, FailureKind};
 
 /// Events per tile: small enough that a tile's columns and shared ratios stay in L1 while every
 /// lane passes over it. Return moments are merged once per tile of the shard (events

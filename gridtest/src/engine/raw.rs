@@ -2,8 +2,8 @@
 //! [`Metrics`]. The CPU engine and the GPU kernels (gridtest-cuda) both produce them, so both
 //! finish a cell with exactly the same arithmetic.
 
+use super::{CellFailure, FailureKind};
 use crate::metrics::{Drawdown, Metrics, Moments};
-use crate::sweep::{CellFailure, FailureKind};
 
 /// A lane's accumulators after the last event.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -46,7 +46,7 @@ impl SweepSpec {
     #[must_use]
     #[allow(clippy::too_many_arguments, reason = "a plain record of what was run")]
     pub fn new(
-        strategy: &crate::strategy::StrategyEntry,
+        strategy: &crate::registry::StrategyEntry,
         grid: Grid,
         dataset: String,
         kind: DataKind,

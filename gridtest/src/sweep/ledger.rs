@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 use super::work_unit::{UnitId, WorkUnit};
 use crate::data::{Shard, ShardId};
+use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
 use crate::params::ParamSetId;
 
 /// Attempts a failing cell gets by default.

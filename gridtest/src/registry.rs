@@ -8,11 +8,11 @@ use std::any::type_name;
 
 use linkme::distributed_slice;
 
-use super::{DataKind, Feed, RegisteredStrategy, Strategy};
 use crate::data::{DataError, FeedBatch, ShardData};
+use crate::engine::CellOutcome;
 use crate::engine::{self, ExecModel};
 use crate::params::{ParamField, ParamSet, Params};
-use crate::sweep::CellOutcome;
+use crate::strategy::{DataKind, Feed, RegisteredStrategy, Strategy};
 
 /// Runs a chunk of parameter sets over a loaded shard with a concrete strategy type, returning
 /// one outcome per set, in order.
@@ -128,7 +128,7 @@ pub fn registered() -> Vec<&'static StrategyEntry> {
 ///
 /// # Errors
 /// [`StrategyError::Unknown`] if none has the name, [`StrategyError::Duplicate`] if two do.
-pub fn find(name: &str) -> Result<&'static StrategyEntry, StrategyError> {
+pub fn find_strategy(name: &str) -> Result<&'static StrategyEntry, StrategyError> {
     let mut hits = STRATEGIES.iter().filter(|e| e.name == name);
     let first = hits.next().ok_or_else(|| StrategyError::Unknown {
         name: name.to_owned(),

@@ -9,13 +9,13 @@ use std::time::Duration;
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::SupervisorTiming;
-use crate::cluster::messages::{
+use crate::actors::SupervisorTiming;
+use crate::actors::messages::{
     COORDINATORS, CoordinatorMsg, SCOPE, SUPERVISORS, Submitted, SupervisorMsg, SweepRequest,
     SweepState,
 };
-use crate::cluster::wire::Wire;
-use crate::run::{NodeSetup, Plan, RunOptions, execute, plan};
+use crate::actors::wire::Wire;
+use crate::execute::{NodeSetup, Plan, RunOptions, execute, plan};
 use crate::storage::Location;
 use crate::sweep::Sweep;
 
@@ -84,7 +84,7 @@ impl Coordinator {
             results: Some(state.args.results.clone()),
             timing: state.args.timing,
         };
-        let opts = crate::run::RunOptions {
+        let opts = crate::execute::RunOptions {
             rank_by: request.rank_by,
             ..state.args.opts.clone()
         };

@@ -1,0 +1,367 @@
+//! Executing a sweep on this node: plan it ([`plan`]), then run the actors (shard loader,
+//! supervisor, node agent and scorers) until every cell is final, resuming from and persisting
+//! to the results root. The in-process entry point is [`run_sweep`]; a head and a coordinator
+//! call [`execute`] with their own [`NodeSetup`].
+
+mod plan;
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use ractor::Actor;
+use tokio::sync::oneshot;
+
+use crate::actors::messages::SweepContext;
+use crate::actors::{
+    BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
+    Supervisor, SupervisorArgs, SupervisorTiming,
+};
+use crate::data::ShardInfo;
+use crate::error::{Error, Result};
+use crate::metrics::RankMetric;
+use crate::params::ParamSet;
+use crate::persist::{LedgerLog, SweepLock};
+use crate::progress::Progress;
+use crate::storage::Location;
+use crate::sweep::{
+    CellKey, Ledger, Sweep, SweepResults, Timings, UnitId, WorkUnit, chunk_size, output,
+};
+
+pub use plan::Plan;
+pub(crate) use plan::plan;
+
+/// Default shard-cache budget per node, MiB.
+pub const DEFAULT_CACHE_MB: u64 = 512;
+
+/// Default size of a work unit in tick-parameter evaluations (about a second on one core).
+pub const DEFAULT_UNIT_EVALS: u64 = 250_000_000;
+
+/// Scorers a head plans work units for at least (it cannot know how many workers will join).
+pub const MIN_CLUSTER_SCORERS: usize = 16;
+
+/// How to run a sweep on this node.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Scorers.
+    pub threads: usize,
+    /// Shard cache budget, bytes.
+    pub cache_bytes: u64,
+    /// Work unit size, evaluations.
+    pub unit_evals: u64,
+    /// Show a progress bar on a terminal.
+    pub progress: bool,
+    /// Progress log period when no bar is drawn.
+    pub progress_every: Duration,
+    /// Attempts a failing cell gets.
+    pub max_attempts: u32,
+    /// Results root to persist the sweep's ledger in (resumable); `None`: not persisted.
+    pub results: Option<String>,
+    /// Hand out no work until this many nodes have asked for some (a head waiting for its
+    /// workers; at most two minutes).
+    pub wait_for_nodes: usize,
+    /// Backend (GPU) settings; `None`: CPU scorers only.
+    pub backends: Option<BackendSettings>,
+    /// Leaderboard metric (for the persisted leaderboard).
+    pub rank_by: RankMetric,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            threads: default_threads(),
+            cache_bytes: DEFAULT_CACHE_MB << 20,
+            unit_evals: DEFAULT_UNIT_EVALS,
+            progress: true,
+            progress_every: Duration::from_secs(5),
+            max_attempts: crate::sweep::DEFAULT_MAX_ATTEMPTS,
+            results: None,
+            wait_for_nodes: 0,
+            backends: None,
+            rank_by: RankMetric::Sharpe,
+        }
+    }
+}
+
+/// One scorer per core.
+pub(crate) fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
+pub(crate) fn runtime_error(e: impl std::fmt::Display) -> Error {
+    Error::Runtime(e.to_string())
+}
+
+/// Where and how the supervisor and this node's scorers run.
+pub(crate) struct NodeSetup {
+    pub(crate) node_name: String,
+    /// Whether other nodes may join (a head).
+    pub(crate) cluster: bool,
+    pub(crate) scorers: usize,
+    pub(crate) results: Option<Location>,
+    pub(crate) timing: SupervisorTiming,
+}
+
+/// Runs a planned sweep: loader, supervisor and (unless `scorers` is 0) a node agent with its
+/// scorers in this process; other nodes join through the `supervisors` process group.
+pub(crate) async fn execute(
+    plan: Plan,
+    opts: &RunOptions,
+    setup: NodeSetup,
+) -> Result<SweepResults> {
+    let Plan {
+        strategy,
+        grid,
+        exec,
+        dataset,
+        shards,
+        sets,
+        infos,
+        spec,
+        started,
+    } = plan;
+    let sweep_id = spec.id();
+    let (loader, loader_task) = Actor::spawn(
+        None,
+        ShardLoader,
+        ShardLoaderArgs {
+            budget_bytes: opts.cache_bytes,
+        },
+    )
+    .await
+    .map_err(runtime_error)?;
+
+    // Load what fits the cache before compute starts, so load and compute are timed apart.
+    if setup.scorers > 0 {
+        let mut budget = opts.cache_bytes;
+        let mut prefetch = Vec::new();
+        for (shard, info) in shards.iter().zip(&infos) {
+            if let Ok(info) = info
+                && info.bytes_in_memory() <= budget
+            {
+                budget -= info.bytes_in_memory();
+                prefetch.push(shard.clone());
+            }
+        }
+        join_all(prefetch.into_iter().map(|shard| {
+            let (loader, dataset) = (loader.clone(), dataset.clone());
+            async move {
+                loader
+                    .call(|r| ShardLoaderMsg::Get(dataset, shard, r), None)
+                    .await
+            }
+        }))
+        .await;
+    }
+
+    // Resume from the persisted ledger, if any.
+    let lock = match &setup.results {
+        Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name)
+            .await
+            .map_err(|e| Error::Runtime(e.to_string()))?,
+        None => None,
+    };
+    let (log, done) = match &setup.results {
+        Some(root) => {
+            let spec_json = serde_json::to_vec_pretty(&spec).expect("specs serialise");
+            let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json)
+                .await
+                .map_err(|e| Error::Runtime(e.to_string()))?;
+            let wanted: std::collections::BTreeSet<CellKey> = shards
+                .iter()
+                .flat_map(|sh| {
+                    let id = sh.id();
+                    sets.iter().map(move |s| CellKey {
+                        shard: id.clone(),
+                        param_set: s.id(),
+                    })
+                })
+                .collect();
+            done.retain(|k, _| wanted.contains(k));
+            tracing::info!(sweep = %sweep_id, root = %root, resumed = done.len(),
+                "sweep ledger opened");
+            let total = shards.len() * sets.len();
+            if done.len() == total {
+                eprintln!("sweep {sweep_id} is already complete ({total} cells): reporting it");
+            } else if !done.is_empty() {
+                eprintln!(
+                    "resumed {} cells of sweep {sweep_id} from its ledger",
+                    done.len()
+                );
+            }
+            (Some(log), done)
+        }
+        None => (None, std::collections::BTreeMap::new()),
+    };
+
+    // Units are sized for about `unit_evals` evaluations, and cut finer when there would be too
+    // few to keep every scorer busy (a head does not know how many workers will join: it
+    // assumes at least MIN_CLUSTER_SCORERS).
+    let parallelism = if setup.cluster {
+        setup.scorers.max(MIN_CLUSTER_SCORERS)
+    } else {
+        setup.scorers.max(1)
+    };
+    let mut units = Vec::new();
+    let mut evaluations = 0u64;
+    for (shard, info) in shards.iter().zip(&infos) {
+        let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
+        let id = shard.id();
+        let todo: Vec<ParamSet> = sets
+            .iter()
+            .filter(|s| {
+                !done.contains_key(&CellKey {
+                    shard: id.clone(),
+                    param_set: s.id(),
+                })
+            })
+            .cloned()
+            .collect();
+        evaluations += rows * todo.len() as u64;
+        let chunk = chunk_size(todo.len(), rows, opts.unit_evals, parallelism);
+        for chunk in todo.chunks(chunk.max(1)) {
+            units.push(WorkUnit {
+                id: UnitId(u32::try_from(units.len()).map_err(runtime_error)?),
+                shard: shard.clone(),
+                sets: chunk.to_vec(),
+            });
+        }
+    }
+    let load = started.elapsed();
+    tracing::info!(
+        units = units.len(),
+        scorers = setup.scorers,
+        load_ms = load.as_millis() as u64,
+        "starting compute"
+    );
+    let ledger = Ledger::resume(units, done).with_max_attempts(opts.max_attempts);
+    let (done_tx, done_rx) = oneshot::channel();
+    let context = SweepContext {
+        sweep_id: sweep_id.clone(),
+        strategy: strategy.name.to_owned(),
+        dataset: dataset.url().to_string(),
+        kind: dataset.kind(),
+        exec: exec.clone(),
+    };
+    let (_supervisor, supervisor_task) = Actor::spawn(
+        None,
+        Supervisor,
+        SupervisorArgs {
+            progress: Progress::new(ledger.expected(), opts.progress),
+            ledger,
+            context,
+            log,
+            timing: setup.timing,
+            done: done_tx,
+            wait_for_nodes: opts.wait_for_nodes,
+        },
+    )
+    .await
+    .map_err(runtime_error)?;
+    let backends = opts
+        .backends
+        .as_ref()
+        .map(crate::actors::backend_slots)
+        .unwrap_or_default();
+    let agent = if setup.scorers > 0 || !backends.is_empty() {
+        let (agent, agent_task) = Actor::spawn(
+            None,
+            NodeAgent,
+            NodeAgentArgs {
+                node: setup.node_name.clone(),
+                scorers: setup.scorers,
+                loader: loader.clone(),
+                rpc_timeout: Duration::from_secs(30),
+                idle_retry: Duration::from_millis(20),
+                backends,
+            },
+        )
+        .await
+        .map_err(runtime_error)?;
+        Some((agent, agent_task))
+    } else {
+        None
+    };
+    let outcome = done_rx.await.map_err(|_| {
+        Error::Runtime("the supervisor stopped before the sweep finished".to_owned())
+    })?;
+    let _ = supervisor_task.await;
+    if let Some((agent, task)) = agent {
+        agent.stop_children(None);
+        agent.stop(None);
+        let _ = task.await;
+    }
+    loader.stop(None);
+    let _ = loader_task.await;
+
+    for (name, s) in &outcome.nodes {
+        tracing::info!(node = %name, units = s.units, cells = s.cells,
+            evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
+    }
+    let timings = Timings {
+        load,
+        compute: outcome.compute_wall,
+        wall: started.elapsed(),
+        evaluations,
+    };
+    let mut results = SweepResults::new(
+        &strategy,
+        &grid,
+        sets,
+        shards,
+        outcome.ledger.into_cells(),
+        timings,
+    )
+    .with_run_info(
+        sweep_id.clone(),
+        outcome.computed,
+        outcome.nodes,
+        outcome.gpu_slots,
+    );
+    if let Some(why) = outcome.persist_failure {
+        results.set_persist_failure(why);
+    }
+    if let Some(root) = &setup.results {
+        // A results store that fails now must not cost the computed cells: they are returned
+        // (and written to the local output) whatever happens here.
+        let dir = root.join(&format!("sweeps/{sweep_id}"));
+        match output::write_to_store(&results, &results.leaderboard(opts.rank_by), &dir).await {
+            Ok(()) => tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted"),
+            Err(e) => {
+                tracing::error!(sweep = %sweep_id, error = %e, "could not persist the sweep");
+                results.set_persist_failure(format!("{dir}: {e}"));
+            }
+        }
+    }
+    if let Some(lock) = lock {
+        lock.release().await;
+    }
+    Ok(results)
+}
+
+/// Runs a sweep in this process: a shard loader, a supervisor and `threads` scorers.
+///
+/// Shards are listed and their footers checked first; those that fit the cache are loaded
+/// before compute starts, so [`Timings::load`] and [`Timings::compute`] are apart. A shard that
+/// cannot be read fails only its own cells, with the file named.
+///
+/// # Errors
+/// [`Error::InvalidSweep`] before anything runs, [`Error::Data`] when the dataset cannot be
+/// listed, [`Error::Runtime`] if the actor system fails.
+pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults> {
+    let planned = plan(sweep).await?;
+    let results = match &opts.results {
+        Some(r) => Some(Location::parse(r).map_err(|e| Error::Runtime(e.to_string()))?),
+        None => None,
+    };
+    let setup = NodeSetup {
+        node_name: "local".to_owned(),
+        cluster: false,
+        scorers: opts.threads.max(1),
+        results,
+        timing: SupervisorTiming {
+            progress_every: opts.progress_every,
+            ..SupervisorTiming::default()
+        },
+    };
+    execute(planned, opts, setup).await
+}

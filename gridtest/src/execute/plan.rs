@@ -1,0 +1,103 @@
+//! Planning a sweep: the dataset listed strictly, one shard per symbol, the grid expanded,
+//! every shard's footers checked, and the spec (with its data manifest) that names the sweep.
+
+use std::time::Instant;
+
+use futures::future::join_all;
+
+use crate::data::{DataError, Dataset, Shard, ShardInfo, ShardReader};
+use crate::engine::ExecModel;
+use crate::error::Result;
+use crate::params::{Grid, ParamSet};
+use crate::persist::SweepSpec;
+use crate::registry::StrategyEntry;
+use crate::sweep::Sweep;
+
+/// A sweep resolved against its dataset: shards, parameter sets, footers, spec.
+pub struct Plan {
+    pub(crate) strategy: StrategyEntry,
+    pub(crate) grid: Grid,
+    pub(crate) exec: ExecModel,
+    pub(crate) dataset: Dataset,
+    pub(crate) shards: Vec<Shard>,
+    pub(crate) sets: Vec<ParamSet>,
+    pub(crate) infos: Vec<std::result::Result<ShardInfo, DataError>>,
+    pub(crate) spec: SweepSpec,
+    pub(crate) started: Instant,
+}
+
+impl Plan {
+    /// The sweep id (hash of the spec).
+    #[must_use]
+    pub fn sweep_id(&self) -> String {
+        self.spec.id()
+    }
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("sweep", &self.spec.id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lists the dataset, plans the shards, expands the grid and checks every shard's footers.
+pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
+    sweep.validate()?;
+    let started = Instant::now();
+    let strategy = *sweep.strategy();
+    let location = sweep.data_location().expect("validated");
+    let dataset = Dataset::try_new(location, strategy.kind)?;
+    let (from, to) = sweep.date_range();
+    let data = dataset.plan(sweep.symbol_selection(), from, to).await?;
+    for ignored in &data.layout.ignored {
+        tracing::warn!(object = %ignored.url, reason = %ignored.reason,
+            "not data: ignored (recorded in the sweep's spec)");
+    }
+    let shards = data.shards.clone();
+    let sets: Vec<ParamSet> = sweep.grid_ref().iter().collect();
+    tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
+        param_sets = sets.len(), cells = shards.len() * sets.len(), "sweep planned");
+    let reader = ShardReader::try_new(&dataset)?;
+    let mut listed = Vec::with_capacity(shards.len());
+    for s in &shards {
+        let files = data.layout.files_between(s.symbol(), s.first(), s.last());
+        listed.push(crate::data::layout::tag_contents(&dataset, files).await?);
+    }
+    // The manifest holds every file the listing saw, also those of shards that fail below.
+    let manifest = listed.iter().flat_map(|l| reader.listed(l)).collect();
+    let infos = join_all(
+        shards
+            .iter()
+            .zip(listed)
+            .map(|(s, l)| reader.inspect_objects(s, l)),
+    )
+    .await;
+    for (shard, info) in shards.iter().zip(&infos) {
+        if let Err(e) = info {
+            tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
+        }
+    }
+    let spec = SweepSpec::new(
+        &strategy,
+        sweep.grid_ref().clone(),
+        dataset.url().to_string(),
+        dataset.kind(),
+        shards.clone(),
+        sweep.exec_model().clone(),
+        manifest,
+    )
+    .with_ignored(data.layout.ignored);
+    Ok(Plan {
+        strategy,
+        grid: sweep.grid_ref().clone(),
+        exec: sweep.exec_model().clone(),
+        dataset,
+        shards,
+        sets,
+        infos,
+        spec,
+        started,
+    })
+}

@@ -1,0 +1,180 @@
+//! The layers of the `gridtest` crate point one way: every `crate::…` path a module uses names
+//! a module of a lower layer (or itself). The table is `docs/architecture.md`'s; a new module
+//! must be placed in it, and an upward import fails here with the file and line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Layers, lowest first. A module may use modules of lower layers only.
+const LAYERS: &[&[&str]] = &[
+    // Vocabulary with no dependencies inside the crate.
+    &["params", "metrics", "storage", "indicators", "progress"],
+    // The strategy contract (what a researcher implements).
+    &["strategy"],
+    // Market data: datasets, layout, shards, loading.
+    &["data"],
+    // The backtest of one shard for many parameter sets.
+    &["engine"],
+    // Strategies by name (link-time registry).
+    &["registry"],
+    // The crate's error type.
+    &["error"],
+    // Sweeps as data: description, units, ledger, results, ranking, output; ingest.
+    &["sweep", "ingest"],
+    // What a sweep leaves under its results root.
+    &["persist"],
+    // Re-executing a persisted sweep.
+    &["replay"],
+    // The actors and their protocol.
+    &["actors"],
+    // Planning and executing a sweep on this node.
+    &["execute"],
+    // Nodes, transport, roles, the head and the workers.
+    &["cluster"],
+    // The submission client.
+    &["submit"],
+    // The command line.
+    &["run"],
+    // The crate root and the prelude.
+    &["lib", "prelude", "main"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The top-level module a file of `src/` belongs to.
+fn module_of(src: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(src).unwrap();
+    let first = relative
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    if first == "bin" {
+        return "main".to_owned();
+    }
+    first.trim_end_matches(".rs").to_owned()
+}
+
+/// `crate::x` paths on code lines (comments and doc comments are skipped).
+fn crate_paths(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut in_use_group = false;
+    for (n, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            let after = &rest[i + "crate::".len()..];
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                found.push((n + 1, name));
+            } else if let Some(group) = after.strip_prefix('{') {
+                // `use crate::{a, b::C}` on one line.
+                for part in group.split(',') {
+                    let name: String = part
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        found.push((n + 1, name));
+                    }
+                }
+            }
+            rest = after;
+        }
+        // `use crate::{a, b}` groups list modules on following lines too.
+        if code.starts_with("use crate::{") || code.starts_with("pub use crate::{") {
+            in_use_group = !code.contains("};");
+        } else if in_use_group {
+            for part in code.split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    found.push((n + 1, name));
+                }
+            }
+            if code.contains("};") {
+                in_use_group = false;
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_crate_s_layers_point_one_way() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gridtest/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut unplaced = BTreeMap::new();
+    let mut upward = Vec::new();
+    for file in &files {
+        let module = module_of(&src, file);
+        let Some(layer) = layer_of(&module) else {
+            unplaced.insert(module, file.clone());
+            continue;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, used) in crate_paths(&text) {
+            if used == module {
+                continue;
+            }
+            match layer_of(&used) {
+                // Items of the crate root (`crate::Error`, …) belong to the layer that defines
+                // them; only module names are checked.
+                None => {}
+                Some(l) if l < layer => {}
+                Some(_) => upward.push(format!(
+                    "{}:{line}: `{module}` uses `crate::{used}` (same or higher layer)",
+                    file.strip_prefix(&src).unwrap().display()
+                )),
+            }
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "modules missing from LAYERS (and docs/architecture.md): {unplaced:?}"
+    );
+    assert!(
+        upward.is_empty(),
+        "imports against the layers:\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_an_upward_import() {
+    let paths = crate_paths(
+        "use crate::cluster::Role;\n// crate::run in a comment\nuse crate::{\n    data,\n    sweep::Sweep,\n};\nlet x = crate::execute::plan;\nuse crate::{params, engine::X};",
+    );
+    let names: Vec<&str> = paths.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["cluster", "data", "sweep", "execute", "params", "engine"]
+    );
+    assert!(layer_of("cluster") > layer_of("actors"));
+}
