@@ -13,6 +13,7 @@
 //! Actors own their state and talk only by messages; CPU work runs off the async reactor.
 
 mod backend;
+mod ledger_writer;
 pub mod messages;
 mod node_agent;
 mod scorer;
@@ -24,11 +25,12 @@ pub use crate::sweep::NodeStats;
 pub use backend::{
     BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend, backend_slots,
 };
+pub use ledger_writer::{LedgerWriter, LedgerWriterMsg, LedgerWriterState};
 pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};
 pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerState};
 pub use shard_loader::{
-    LoaderStats, ShardHandle, ShardLoader, ShardLoaderArgs, ShardLoaderMsg, ShardLoaderState,
-    SharedDataError,
+    CACHED_TIMEOUT, LOAD_TIMEOUT, LoaderStats, ShardHandle, ShardLoader, ShardLoaderArgs,
+    ShardLoaderMsg, ShardLoaderState, SharedDataError,
 };
 pub use supervisor::{
     Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorState, SupervisorTiming,

@@ -146,7 +146,10 @@ pub(crate) async fn execute(
             let (loader, dataset) = (loader.clone(), dataset.clone());
             async move {
                 loader
-                    .call(|r| ShardLoaderMsg::Get(dataset, shard, r), None)
+                    .call(
+                        |r| ShardLoaderMsg::Get(dataset, shard, r),
+                        Some(crate::actors::LOAD_TIMEOUT),
+                    )
                     .await
             }
         }))

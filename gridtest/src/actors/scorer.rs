@@ -14,7 +14,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::backend::UnitBackend;
-use super::shard_loader::{ShardHandle, ShardLoaderMsg};
+use super::shard_loader::{CACHED_TIMEOUT, LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg};
 use crate::actors::messages::{
     Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, UnitReport,
 };
@@ -101,7 +101,7 @@ impl Actor for Scorer {
                 let cached = state
                     .args
                     .loader
-                    .call(ShardLoaderMsg::Cached, None)
+                    .call(ShardLoaderMsg::Cached, Some(CACHED_TIMEOUT))
                     .await
                     .ok()
                     .and_then(|r| match r {
@@ -300,12 +300,23 @@ async fn run_unit(
 ) -> (Result<Vec<CellOutcome>, CellFailure>, u64) {
     let handle = args
         .loader
-        .call(|r| ShardLoaderMsg::Get(dataset, shard.clone(), r), None)
+        .call(
+            |r| ShardLoaderMsg::Get(dataset, shard.clone(), r),
+            Some(LOAD_TIMEOUT),
+        )
         .await;
     let handle = match handle {
         Ok(CallResult::Success(Ok(h))) => h,
         Ok(CallResult::Success(Err(e))) => {
             return (Err(CellFailure::new(FailureKind::Data, e.to_string())), 0);
+        }
+        Ok(CallResult::Timeout) => {
+            return (
+                Err(crash(format!(
+                    "the shard loader did not deliver {shard} within {LOAD_TIMEOUT:?}"
+                ))),
+                0,
+            );
         }
         Ok(_) | Err(_) => return (Err(crash("the shard loader is unavailable")), 0),
     };

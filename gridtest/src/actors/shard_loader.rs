@@ -16,6 +16,13 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::data::{DataError, Dataset, Shard, ShardData, ShardId, ShardInfo, ShardReader};
 
+/// How long a requester waits for a shard: reading one from a remote store can take minutes,
+/// but a loader that never answers must not hold a scorer (or a prefetch) forever.
+pub const LOAD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// How long a requester waits for the loader's list of cached shards (answered at once).
+pub const CACHED_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A data error shared between everyone who asked for the shard.
 pub type SharedDataError = Arc<DataError>;
 

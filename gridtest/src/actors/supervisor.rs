@@ -23,11 +23,16 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
+use super::ledger_writer::{LedgerWriter, LedgerWriterMsg};
 use crate::actors::messages::{
     AGENTS, Lease, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
 };
 use crate::actors::wire::Wire;
 use crate::persist::LedgerLog;
+
+/// How long the end of a sweep waits for the ledger writer's last flush (a remote store
+/// retries each write for up to `GRIDTEST_STORE_RETRY_S`).
+const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
 use crate::progress::Progress;
 use crate::sweep::NodeStats;
 use crate::sweep::{Completion, Ledger};
@@ -109,7 +114,8 @@ pub struct SupervisorState {
     ledger: Option<Ledger>,
     context: SweepContext,
     progress: Progress,
-    log: Option<LedgerLog>,
+    /// Persists final cells beside this actor (never in its mailbox).
+    writer: Option<ActorRef<LedgerWriterMsg>>,
     timing: SupervisorTiming,
     done: Option<oneshot::Sender<SupervisorOutcome>>,
     nodes: BTreeMap<String, NodeState>,
@@ -252,13 +258,16 @@ impl Supervisor {
         if !state.ledger.as_ref().is_some_and(Ledger::is_finished) {
             return;
         }
-        let mut persist_failure = None;
-        if let Some(log) = state.log.as_mut()
-            && let Err(e) = log.flush().await
-        {
-            tracing::error!(error = %e, "could not persist the last cells");
-            persist_failure = Some(format!("the ledger's last cells: {e}"));
-        }
+        let persist_failure = match state.writer.take() {
+            Some(writer) => match writer
+                .call(LedgerWriterMsg::Finish, Some(FINISH_TIMEOUT))
+                .await
+            {
+                Ok(CallResult::Success(failure)) => failure,
+                _ => Some("the ledger writer did not answer".to_owned()),
+            },
+            None => None,
+        };
         state.progress.finish();
         state.flag_slow_nodes();
         state.log_progress();
@@ -323,11 +332,24 @@ impl Actor for Supervisor {
         ractor::pg::monitor_scope(SCOPE.to_owned(), myself.get_cell());
         let gpu_capable = crate::registry::find_strategy(&args.context.strategy)
             .is_ok_and(|e| (e.gpu)().is_some());
+        let writer = match args.log {
+            Some(log) => Some(
+                Actor::spawn_linked(
+                    None,
+                    LedgerWriter,
+                    (log, args.timing.heartbeat / 2),
+                    myself.get_cell(),
+                )
+                .await?
+                .0,
+            ),
+            None => None,
+        };
         Ok(SupervisorState {
             ledger: Some(args.ledger),
             context: args.context,
             progress: args.progress,
-            log: args.log,
+            writer,
             timing: args.timing,
             done: Some(args.done),
             nodes: BTreeMap::new(),
@@ -443,10 +465,10 @@ impl Actor for Supervisor {
                     }
                 };
                 let journal = ledger.take_journal();
-                if let Some(log) = state.log.as_mut() {
-                    for (key, outcome) in &journal {
-                        log.push(key, outcome);
-                    }
+                if let Some(writer) = &state.writer
+                    && !journal.is_empty()
+                {
+                    let _ = writer.cast(LedgerWriterMsg::Append(journal));
                 }
                 let (recorded, failed) = (ledger.recorded(), ledger.failed());
                 let new = match completion {
@@ -509,12 +531,6 @@ impl Actor for Supervisor {
                     .collect();
                 for name in silent {
                     state.lose(&name, "silent past the heartbeat deadline");
-                }
-                if let Some(log) = state.log.as_mut()
-                    && log.pending() > 0
-                    && let Err(e) = log.flush().await
-                {
-                    tracing::error!(error = %e, "could not persist cells; will retry");
                 }
                 if state.last_progress.elapsed() >= state.timing.progress_every {
                     state.last_progress = Instant::now();
