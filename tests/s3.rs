@@ -54,6 +54,7 @@ fn start_moto(auth: bool) -> Option<(String, Child)> {
     let port = free_port();
     let script = format!(
         "{moto} -H 127.0.0.1 -p {port} >/dev/null 2>&1 & m=$!; \
+         trap 'kill $m 2>/dev/null; wait $m; exit 0' TERM; \
          while kill -0 {parent} 2>/dev/null && kill -0 $m 2>/dev/null; do sleep 1; done; kill $m 2>/dev/null",
         parent = std::process::id()
     );
@@ -436,7 +437,6 @@ fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
         return;
     };
     http(&endpoint, "PUT", &format!("/{BUCKET}")).unwrap();
-    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut sweep = with_aws_env(&mut Command::new(crate::cluster::BIN), &endpoint)
         .env("GRIDTEST_TEST_SPIN", "4000")
@@ -471,11 +471,11 @@ fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
                 .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
                 .unwrap_or(0);
             if done >= 60 && !killed {
-                // The store goes away mid-sweep: stop the server itself, then its watcher.
-                let _ = Command::new("pkill")
-                    .args(["-f", &format!(r"127\.0\.0\.1 -p {port}$")])
+                // The store goes away mid-sweep: its watcher (by pid) stops the server and
+                // waits for it before exiting.
+                let _ = Command::new("kill")
+                    .args(["-TERM", &moto.id().to_string()])
                     .status();
-                let _ = moto.kill();
                 let _ = moto.wait();
                 killed = true;
             }
