@@ -4,12 +4,14 @@
 //! accumulators, where the statistic allows it) and `finish` (the final figure). Nothing keeps an
 //! equity curve.
 
+mod columns;
 mod drawdown;
 pub mod float_serde;
 mod moments;
 
 use serde::{Deserialize, Serialize};
 
+pub use columns::{METRIC_COLUMNS, MetricColumn, MetricValue, bitwise_equal, metric_column};
 pub use drawdown::Drawdown;
 pub use moments::Moments;
 
@@ -87,17 +89,10 @@ impl RankMetric {
         !matches!(self, Self::MaxDrawdown)
     }
 
-    /// The metric's value in `m`.
+    /// The metric's value in `m` (read through [`METRIC_COLUMNS`]).
     #[must_use]
     pub fn of(self, m: &Metrics) -> f64 {
-        match self {
-            Self::Sharpe => m.sharpe,
-            Self::Sortino => m.sortino,
-            Self::TotalReturn => m.total_return,
-            Self::MaxDrawdown => m.max_drawdown,
-            Self::ProfitFactor => m.profit_factor,
-            Self::WinRate => m.win_rate,
-        }
+        metric_column(self.column()).map_or(f64::NAN, |c| (c.value)(m).as_f64())
     }
 }
 

@@ -72,22 +72,7 @@ pub struct ReplayReport {
 #[must_use]
 pub fn identical(a: &CellOutcome, b: &CellOutcome) -> bool {
     match (a, b) {
-        (Ok(x), Ok(y)) => {
-            let f = |m: &crate::Metrics| {
-                [
-                    m.total_return,
-                    m.max_drawdown,
-                    m.sharpe,
-                    m.sortino,
-                    m.win_rate,
-                    m.profit_factor,
-                    m.exposure,
-                ]
-                .map(f64::to_bits)
-            };
-            (x.n_ticks, x.trades, x.round_trips) == (y.n_ticks, y.trades, y.round_trips)
-                && f(x) == f(y)
-        }
+        (Ok(x), Ok(y)) => crate::metrics::bitwise_equal(x, y),
         (Err(x), Err(y)) => x.kind == y.kind && x.message == y.message,
         _ => false,
     }

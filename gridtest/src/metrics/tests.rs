@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::{Drawdown, Moments};
+use super::{Drawdown, METRIC_COLUMNS, Metrics, Moments, RankMetric, bitwise_equal};
 
 fn two_pass(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
@@ -55,4 +55,29 @@ proptest! {
         }
         prop_assert_eq!(dd.finish().to_bits(), naive.to_bits());
     }
+}
+
+#[test]
+fn the_metric_table_reads_every_field_once_in_output_order() {
+    let m = Metrics {
+        n_ticks: 1,
+        trades: 2,
+        total_return: 3.0,
+        max_drawdown: 4.0,
+        sharpe: 5.0,
+        sortino: 6.0,
+        round_trips: 7,
+        win_rate: 8.0,
+        profit_factor: 9.0,
+        exposure: 10.0,
+    };
+    let values: Vec<f64> = METRIC_COLUMNS
+        .iter()
+        .map(|c| (c.value)(&m).as_f64())
+        .collect();
+    assert_eq!(values, (1..=10).map(f64::from).collect::<Vec<_>>());
+    let mut other = m;
+    other.exposure = f64::from_bits(10.0f64.to_bits() + 1);
+    assert!(bitwise_equal(&m, &m) && !bitwise_equal(&m, &other));
+    assert_eq!(RankMetric::ProfitFactor.of(&m), 9.0);
 }

@@ -18,38 +18,9 @@ use object_store::{ObjectStoreExt, PutPayload};
 use super::SweepResults;
 use super::leaderboard::Leaderboard;
 use crate::error::{Error, Result};
-use crate::metrics::Metrics;
+use crate::metrics::{METRIC_COLUMNS, MetricValue};
 use crate::params::{ParamKind, ParamValue};
 use crate::storage::Location;
-
-/// Metric columns, in output order.
-pub const METRIC_COLUMNS: [&str; 10] = [
-    "n_ticks",
-    "trades",
-    "total_return",
-    "max_drawdown",
-    "sharpe",
-    "sortino",
-    "round_trips",
-    "win_rate",
-    "profit_factor",
-    "exposure",
-];
-
-fn metric_strings(m: &Metrics) -> [String; 10] {
-    [
-        m.n_ticks.to_string(),
-        m.trades.to_string(),
-        m.total_return.to_string(),
-        m.max_drawdown.to_string(),
-        m.sharpe.to_string(),
-        m.sortino.to_string(),
-        m.round_trips.to_string(),
-        m.win_rate.to_string(),
-        m.profit_factor.to_string(),
-        m.exposure.to_string(),
-    ]
-}
 
 fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Output {
@@ -193,7 +164,9 @@ pub fn write_csv<W: std::io::Write>(results: &SweepResults, w: W) -> csv::Result
     let mut out = csv::Writer::from_writer(w);
     let mut header: Vec<&str> = results.axes().iter().map(String::as_str).collect();
     header.push("symbol");
-    header.extend(METRIC_COLUMNS);
+    for column in &METRIC_COLUMNS {
+        header.push(column.name);
+    }
     header.extend(["param_set_id", "shard", "error"]);
     out.write_record(&header)?;
     for (set_index, shard, outcome) in results.rows() {
@@ -205,7 +178,7 @@ pub fn write_csv<W: std::io::Write>(results: &SweepResults, w: W) -> csv::Result
             .collect();
         rec.push(shard.symbol().to_owned());
         match outcome {
-            Ok(m) => rec.extend(metric_strings(m)),
+            Ok(m) => rec.extend(METRIC_COLUMNS.iter().map(|c| (c.value)(m).to_string())),
             Err(_) => rec.extend(std::iter::repeat_n(String::new(), METRIC_COLUMNS.len())),
         }
         rec.push(set.id().to_string());
@@ -221,6 +194,39 @@ pub fn write_csv<W: std::io::Write>(results: &SweepResults, w: W) -> csv::Result
     }
     out.flush()?;
     Ok(())
+}
+
+/// An Arrow builder for one metric column.
+enum MetricBuilder {
+    Count(UInt64Builder),
+    Real(Float64Builder),
+}
+
+impl MetricBuilder {
+    fn append(&mut self, v: MetricValue) {
+        match (self, v) {
+            (Self::Count(b), MetricValue::Count(n)) => b.append_value(n),
+            (Self::Real(b), MetricValue::Real(x)) => b.append_value(x),
+            (Self::Count(b), MetricValue::Real(_)) => b.append_null(),
+            (Self::Real(b), MetricValue::Count(n)) => {
+                b.append_value(MetricValue::Count(n).as_f64())
+            }
+        }
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            Self::Count(b) => b.append_null(),
+            Self::Real(b) => b.append_null(),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Count(b) => Arc::new(b.finish()),
+            Self::Real(b) => Arc::new(b.finish()),
+        }
+    }
 }
 
 enum ParamColumn {
@@ -284,8 +290,16 @@ pub fn to_record_batch(
         })
         .collect();
     let mut symbol = StringBuilder::new();
-    let mut ints: [UInt64Builder; 3] = Default::default();
-    let mut floats: [Float64Builder; 7] = Default::default();
+    let mut metrics: Vec<MetricBuilder> = METRIC_COLUMNS
+        .iter()
+        .map(|c| {
+            if c.is_count {
+                MetricBuilder::Count(UInt64Builder::new())
+            } else {
+                MetricBuilder::Real(Float64Builder::new())
+            }
+        })
+        .collect();
     let (mut id, mut shard_col, mut error) = (
         StringBuilder::new(),
         StringBuilder::new(),
@@ -299,26 +313,13 @@ pub fn to_record_batch(
         symbol.append_value(shard.symbol());
         match outcome {
             Ok(m) => {
-                for (b, v) in ints.iter_mut().zip([m.n_ticks, m.trades, m.round_trips]) {
-                    b.append_value(v);
-                }
-                let fs = [
-                    m.total_return,
-                    m.max_drawdown,
-                    m.sharpe,
-                    m.sortino,
-                    m.win_rate,
-                    m.profit_factor,
-                    m.exposure,
-                ];
-                for (b, v) in floats.iter_mut().zip(fs) {
-                    b.append_value(v);
+                for (b, c) in metrics.iter_mut().zip(&METRIC_COLUMNS) {
+                    b.append((c.value)(m));
                 }
                 error.append_null();
             }
             Err(f) => {
-                ints.iter_mut().for_each(UInt64Builder::append_null);
-                floats.iter_mut().for_each(Float64Builder::append_null);
+                metrics.iter_mut().for_each(MetricBuilder::append_null);
                 error.append_value(f.to_string());
             }
         }
@@ -334,30 +335,9 @@ pub fn to_record_batch(
     }
     fields.push(Field::new("symbol", DataType::Utf8, false));
     columns.push(Arc::new(symbol.finish()));
-    let [mut n_ticks, mut trades, mut round_trips] = ints;
-    let [
-        mut total_return,
-        mut max_drawdown,
-        mut sharpe,
-        mut sortino,
-        mut win_rate,
-        mut profit_factor,
-        mut exposure,
-    ] = floats;
-    let metric_arrays: [(&str, ArrayRef); 10] = [
-        ("n_ticks", Arc::new(n_ticks.finish())),
-        ("trades", Arc::new(trades.finish())),
-        ("total_return", Arc::new(total_return.finish())),
-        ("max_drawdown", Arc::new(max_drawdown.finish())),
-        ("sharpe", Arc::new(sharpe.finish())),
-        ("sortino", Arc::new(sortino.finish())),
-        ("round_trips", Arc::new(round_trips.finish())),
-        ("win_rate", Arc::new(win_rate.finish())),
-        ("profit_factor", Arc::new(profit_factor.finish())),
-        ("exposure", Arc::new(exposure.finish())),
-    ];
-    for (name, array) in metric_arrays {
-        fields.push(Field::new(name, array.data_type().clone(), true));
+    for (mut b, c) in metrics.into_iter().zip(&METRIC_COLUMNS) {
+        let array = b.finish();
+        fields.push(Field::new(c.name, array.data_type().clone(), true));
         columns.push(array);
     }
     for (name, mut b, nullable) in [

@@ -1,0 +1,132 @@
+//! The one table of metric columns: name, kind and accessor of every figure of [`Metrics`], in
+//! output order. CSV and Parquet output, replay's bitwise comparison and ranking all read it, so
+//! a new metric is added here once.
+
+use super::Metrics;
+
+/// A metric's value: a count or a real number.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MetricValue {
+    /// A count (events, trades).
+    Count(u64),
+    /// A real number (returns, ratios).
+    Real(f64),
+}
+
+impl MetricValue {
+    /// The value's bits, for bit-for-bit comparison (NaN equals NaN of the same bits).
+    #[must_use]
+    pub fn bits(self) -> u64 {
+        match self {
+            Self::Count(n) => n,
+            Self::Real(x) => x.to_bits(),
+        }
+    }
+
+    /// The value as `f64`.
+    #[must_use]
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "counts are far below 2^53 in practice"
+    )]
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Self::Count(n) => n as f64,
+            Self::Real(x) => x,
+        }
+    }
+}
+
+impl std::fmt::Display for MetricValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Count(n) => n.fmt(f),
+            Self::Real(x) => x.fmt(f),
+        }
+    }
+}
+
+/// One metric column.
+#[derive(Clone, Copy, Debug)]
+pub struct MetricColumn {
+    /// Column name in the results.
+    pub name: &'static str,
+    /// Whether it is a count (else a real number).
+    pub is_count: bool,
+    /// Its value in a cell's metrics.
+    pub value: fn(&Metrics) -> MetricValue,
+}
+
+/// Every metric column, in output order.
+///
+/// ```
+/// use gridtest::metrics::METRIC_COLUMNS;
+/// let names: Vec<&str> = METRIC_COLUMNS.iter().map(|c| c.name).collect();
+/// assert_eq!(names[..3], ["n_ticks", "trades", "total_return"]);
+/// ```
+pub const METRIC_COLUMNS: [MetricColumn; 10] = [
+    MetricColumn {
+        name: "n_ticks",
+        is_count: true,
+        value: |m| MetricValue::Count(m.n_ticks),
+    },
+    MetricColumn {
+        name: "trades",
+        is_count: true,
+        value: |m| MetricValue::Count(m.trades),
+    },
+    MetricColumn {
+        name: "total_return",
+        is_count: false,
+        value: |m| MetricValue::Real(m.total_return),
+    },
+    MetricColumn {
+        name: "max_drawdown",
+        is_count: false,
+        value: |m| MetricValue::Real(m.max_drawdown),
+    },
+    MetricColumn {
+        name: "sharpe",
+        is_count: false,
+        value: |m| MetricValue::Real(m.sharpe),
+    },
+    MetricColumn {
+        name: "sortino",
+        is_count: false,
+        value: |m| MetricValue::Real(m.sortino),
+    },
+    MetricColumn {
+        name: "round_trips",
+        is_count: true,
+        value: |m| MetricValue::Count(m.round_trips),
+    },
+    MetricColumn {
+        name: "win_rate",
+        is_count: false,
+        value: |m| MetricValue::Real(m.win_rate),
+    },
+    MetricColumn {
+        name: "profit_factor",
+        is_count: false,
+        value: |m| MetricValue::Real(m.profit_factor),
+    },
+    MetricColumn {
+        name: "exposure",
+        is_count: false,
+        value: |m| MetricValue::Real(m.exposure),
+    },
+];
+
+/// The column named `name`.
+#[must_use]
+pub fn metric_column(name: &str) -> Option<&'static MetricColumn> {
+    METRIC_COLUMNS.iter().find(|c| c.name == name)
+}
+
+/// Whether two cells' metrics are identical bit for bit, column by column.
+#[must_use]
+pub fn bitwise_equal(a: &Metrics, b: &Metrics) -> bool {
+    METRIC_COLUMNS
+        .iter()
+        .all(|c| (c.value)(a).bits() == (c.value)(b).bits())
+}
