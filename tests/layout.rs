@@ -40,7 +40,12 @@ impl Fixture {
 
     fn options(&self) -> RunOptions {
         RunOptions {
-            results: Some(self.dir.path().join("results").display().to_string()),
+            results: Some(
+                gridtest::storage::Location::parse(
+                    &self.dir.path().join("results").display().to_string(),
+                )
+                .unwrap(),
+            ),
             ..quiet()
         }
     }

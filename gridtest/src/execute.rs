@@ -54,8 +54,9 @@ pub struct RunOptions {
     pub progress_every: Duration,
     /// Attempts a failing cell gets.
     pub max_attempts: u32,
-    /// Results root to persist the sweep's ledger in (resumable); `None`: not persisted.
-    pub results: Option<String>,
+    /// Results root to persist the sweep in (resumable); `None`: not persisted. The one place
+    /// a run's results root is held.
+    pub results: Option<Location>,
     /// Hand out no work until this many nodes have asked for some (a head waiting for its
     /// workers; at most two minutes).
     pub wait_for_nodes: usize,
@@ -97,7 +98,6 @@ pub(crate) struct NodeSetup {
     /// Whether other nodes may join (a head).
     pub(crate) cluster: bool,
     pub(crate) scorers: usize,
-    pub(crate) results: Option<Location>,
     pub(crate) timing: SupervisorTiming,
 }
 
@@ -157,13 +157,13 @@ pub(crate) async fn execute(
     }
 
     // Resume from the persisted ledger, if any.
-    let lock = match &setup.results {
+    let lock = match &opts.results {
         Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name)
             .await
             .map_err(|e| Error::Runtime(e.to_string()))?,
         None => None,
     };
-    let (log, done) = match &setup.results {
+    let (log, done) = match &opts.results {
         Some(root) => {
             let spec_json = serde_json::to_vec_pretty(&spec).expect("specs serialise");
             let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json)
@@ -323,7 +323,7 @@ pub(crate) async fn execute(
     if let Some(why) = outcome.persist_failure {
         results.set_persist_failure(why);
     }
-    if let Some(root) = &setup.results {
+    if let Some(root) = &opts.results {
         // A results store that fails now must not cost the computed cells: they are returned
         // (and written to the local output) whatever happens here.
         let dir = root.join(&format!("sweeps/{sweep_id}"));
@@ -352,15 +352,10 @@ pub(crate) async fn execute(
 /// listed, [`Error::Runtime`] if the actor system fails.
 pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults> {
     let planned = plan(sweep).await?;
-    let results = match &opts.results {
-        Some(r) => Some(Location::parse(r).map_err(|e| Error::Runtime(e.to_string()))?),
-        None => None,
-    };
     let setup = NodeSetup {
         node_name: "local".to_owned(),
         cluster: false,
         scorers: opts.threads.max(1),
-        results,
         timing: SupervisorTiming {
             progress_every: opts.progress_every,
             ..SupervisorTiming::default()

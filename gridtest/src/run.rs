@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 
 use crate::actors::BackendSettings;
-use crate::cluster::{ClusterArgs, Role};
+use crate::cluster::{ClusterArgs, ClusterConfig, Role};
 use crate::error::{Error, Result};
 use crate::execute::{default_threads, runtime_error};
 use crate::metrics::RankMetric;
@@ -121,9 +121,10 @@ pub struct SweepReport {
     pub out_dir: PathBuf,
 }
 
-/// Applies command-line settings to a sweep and options.
+/// Applies command-line settings to a sweep and options; the results root is the resolved
+/// cluster settings' (a head's default included).
 #[must_use]
-pub fn apply_args(mut sweep: Sweep, args: &RunArgs) -> (Sweep, RunOptions) {
+pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (Sweep, RunOptions) {
     if let Some(d) = &args.data {
         sweep = sweep.data(d.clone());
     }
@@ -150,7 +151,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs) -> (Sweep, RunOptions) {
         progress: !args.no_progress,
         progress_every: Duration::from_millis(args.progress_ms.max(10)),
         max_attempts: args.max_attempts,
-        results: args.cluster.results.clone(),
+        results: config.results.clone(),
         wait_for_nodes: args.wait_for_nodes,
         backends: (!args.no_gpu).then_some(BackendSettings {
             gpu_slots_per_device: args.gpu_slots,
@@ -205,7 +206,7 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         strategy: sweep.strategy().name.to_owned(),
         problems: vec![problem],
     })?;
-    let (sweep, opts) = apply_args(sweep, args);
+    let (sweep, opts) = apply_args(sweep, args, &config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(opts.threads.clamp(2, 4))
         .enable_all()
@@ -213,8 +214,13 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         .build()
         .map_err(runtime_error)?;
     if let Some(sweep_id) = &args.replay {
-        let root = Location::parse(args.cluster.results.as_deref().unwrap_or("results"))
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let root = match &opts.results {
+            Some(root) => root.clone(),
+            None => Location::parse("results").map_err(|e| Error::Output {
+                path: "results".to_owned(),
+                reason: e.to_string(),
+            })?,
+        };
         let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
         let report =
             runtime.block_on(crate::replay::replay(&root, sweep_id, &scope, args.force))?;
@@ -266,11 +272,7 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     let out_dir = out_dir(args, sweep.strategy().name);
     output::prepare_dir(&out_dir)?;
     if let Some(root) = &opts.results {
-        let root = Location::parse(root).map_err(|e| Error::Output {
-            path: root.clone(),
-            reason: e.to_string(),
-        })?;
-        runtime.block_on(crate::persist::probe_root(&root))?;
+        runtime.block_on(crate::persist::probe_root(root))?;
     }
     let results = match config.role {
         Role::Head => runtime.block_on(crate::cluster::head::run_head(&sweep, &opts, &config))?,

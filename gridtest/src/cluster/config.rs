@@ -124,7 +124,7 @@ pub struct ClusterConfig {
     /// Node name.
     pub node_name: String,
     /// Results root.
-    pub results: Option<String>,
+    pub results: Option<crate::storage::Location>,
     /// Heartbeat period.
     pub heartbeat: Duration,
     /// Silence limit.
@@ -294,6 +294,13 @@ impl ClusterArgs {
             }),
             _ => return Err("TLS needs all of --tls-cert, --tls-key and --tls-ca".into()),
         };
+        let results = match (&self.results, role) {
+            (Some(r), _) => Some(r.as_str()),
+            (None, Role::Head) => Some("results"),
+            (None, _) => None,
+        }
+        .map(|r| crate::storage::Location::parse(r).map_err(|e| format!("--results {r}: {e}")))
+        .transpose()?;
         Ok(ClusterConfig {
             role,
             role_reason,
@@ -302,10 +309,7 @@ impl ClusterArgs {
             seeds,
             cookie,
             node_name,
-            results: self
-                .results
-                .clone()
-                .or_else(|| (role == Role::Head).then(|| "results".to_owned())),
+            results,
             heartbeat: Duration::from_millis(self.heartbeat_ms.max(10)),
             node_timeout: Duration::from_millis(self.node_timeout_ms.max(20)),
             drain_grace: Duration::from_secs(self.drain_grace_s),
@@ -350,7 +354,13 @@ mod tests {
         let head = a.resolve_with_host("gridtest-0").unwrap();
         assert_eq!(head.role, Role::Head);
         assert_eq!(head.listen.as_deref(), Some("0.0.0.0:7000"));
-        assert_eq!(head.results.as_deref(), Some("results"));
+        assert!(
+            head.results
+                .as_ref()
+                .is_some_and(|r| r.url().as_str().ends_with("/results/")),
+            "{:?}",
+            head.results
+        );
         let worker = a.resolve_with_host("gridtest-gpu-3").unwrap();
         assert_eq!(worker.role, Role::Worker);
         assert_eq!(worker.seeds, ["gridtest-gpu-0.gridtest:7000"]);

@@ -81,11 +81,11 @@ impl Coordinator {
             node_name: state.args.node_name.clone(),
             cluster: true,
             scorers: state.args.opts.threads,
-            results: Some(state.args.results.clone()),
             timing: state.args.timing,
         };
         let opts = crate::execute::RunOptions {
             rank_by: request.rank_by,
+            results: Some(state.args.results.clone()),
             ..state.args.opts.clone()
         };
         let persisted_at = state.args.results.join(&format!("sweeps/{id}")).to_string();

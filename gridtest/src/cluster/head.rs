@@ -30,18 +30,12 @@ pub async fn run_head(
     opts: &RunOptions,
     config: &ClusterConfig,
 ) -> Result<SweepResults> {
-    let runtime = |e: String| Error::Runtime(e);
     let events = start_network(config).await?;
     let planned = plan(sweep).await?;
-    let results = match &config.results {
-        Some(r) => Some(Location::parse(r).map_err(|e| runtime(e.to_string()))?),
-        None => None,
-    };
     let setup = NodeSetup {
         node_name: config.node_name.clone(),
         cluster: true,
         scorers: opts.threads,
-        results,
         timing: SupervisorTiming {
             heartbeat: config.heartbeat,
             node_timeout: config.node_timeout,
@@ -107,8 +101,10 @@ async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle
 /// [`Error::Runtime`] if the node cannot listen.
 pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
     let events = start_network(config).await?;
-    let results = Location::parse(config.results.as_deref().unwrap_or("results"))
-        .map_err(|e| Error::Runtime(e.to_string()))?;
+    let results = match &opts.results {
+        Some(root) => root.clone(),
+        None => Location::parse("results").map_err(|e| Error::Runtime(e.to_string()))?,
+    };
     let (coordinator, task) = ractor::Actor::spawn(
         None,
         super::coordinator::Coordinator,
