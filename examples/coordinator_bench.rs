@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use gridtest::cluster::{ClusterArgs, RoleChoice};
+use gridtest::cli::{ClusterArgs, RoleChoice};
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::{DataKind, RunArgs, RunOptions};

@@ -361,10 +361,19 @@ fn sweep_path(args: &Args, location: &str, threads: usize) -> anyhow::Result<()>
         .data(location)
         .commission_bps(1.0);
     let rt = tokio::runtime::Runtime::new()?;
+    // Units small enough that every scorer, CPU or GPU, takes several: with the default size
+    // the CPU scorers could take them all before the GPU scorers' first lease.
+    let rows: u64 = load(location, strategy.kind)?
+        .iter()
+        .map(|d| d.n_rows())
+        .sum();
+    let evaluations = rows * sweep.grid_ref().len() as u64;
+    let scorers = (threads + args.slots) as u64;
     let options = |backends| RunOptions {
         threads,
         progress: false,
         backends,
+        unit_evals: (evaluations / (scorers * 8)).max(1),
         ..RunOptions::default()
     };
     let cpu = rt.block_on(gridtest::run_sweep(&sweep, &options(None)))?;

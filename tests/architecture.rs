@@ -17,12 +17,14 @@ const LAYERS: &[&[&str]] = &[
     &["engine"],
     // Strategies by name (link-time registry).
     &["registry"],
-    // The crate's error type.
-    &["error"],
+    // The network between nodes: sockets, TLS, the authentication deadline.
+    &["transport"],
     // Sweeps as data: description, units, ledger, results, ranking, output; ingest.
     &["sweep", "ingest"],
     // What a sweep leaves under its results root.
     &["persist"],
+    // The crate's error type (every lower layer's typed error converts into it).
+    &["error"],
     // Re-executing a persisted sweep.
     &["replay"],
     // The actors and their protocol.
@@ -31,6 +33,8 @@ const LAYERS: &[&[&str]] = &[
     &["execute"],
     // Nodes, transport, roles, the head and the workers.
     &["cluster"],
+    // Flags shared by the commands (clap) and their resolution.
+    &["cli"],
     // The submission client.
     &["submit"],
     // The command line.

@@ -437,28 +437,33 @@ fn a_frozen_worker_loses_its_leases_and_its_late_results_count_once() {
 fn a_restarted_head_resumes_without_recomputing_done_cells() {
     let _serial = serial();
     let mut c = Cluster::start(3);
-    c.wait_done(CELLS * 2 / 5);
-    std::thread::sleep(Duration::from_millis(400)); // let a ledger flush happen
+    // Killed once the persisted ledger (read from the results root, not from logs) holds a
+    // good part of the cells.
+    let results = c.dir.path().join("results");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let persisted = loop {
+        let n = gridtest_tests::ledger_cells(&results);
+        if n >= CELLS * 2 / 5 {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ledger never reached {} cells",
+            CELLS * 2 / 5
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
     c.head.as_ref().unwrap().signal("KILL");
     let first = c.head.as_mut().unwrap().wait_exit(Duration::from_secs(10));
     assert!(!first.success());
     c.start_head();
     let text = c.finish();
-    let resumed: usize = text
-        .lines()
-        .find_map(|l| l.strip_prefix("resumed ")?.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no resume line:\n{text}"));
-    let computed: usize = text
-        .lines()
-        .find_map(|l| {
-            let (_, rest) = l.split_once(": ")?;
-            rest.split(" cells computed by this run")
-                .next()?
-                .parse()
-                .ok()
-        })
+    let (computed, resumed) = gridtest_tests::computed_and_resumed(&text)
         .unwrap_or_else(|| panic!("no summary line:\n{text}"));
-    assert!(resumed > 0, "{text}");
+    assert!(
+        resumed >= persisted,
+        "{resumed} resumed, {persisted} were persisted:\n{text}"
+    );
     assert_eq!(
         resumed + computed,
         CELLS,

@@ -197,7 +197,7 @@ fn output_files_are_replaced_all_or_nothing() {
 #[test]
 fn flags_are_refused_rather_than_reinterpreted() {
     let s = Scene::new();
-    let cases: [(&[&str], u8, &str); 6] = [
+    let cases: [(&[&str], u8, &str); 7] = [
         (&["--threads", "0"], exit::FAILURE, "--threads 0"),
         (
             &["--threads", "1000000"],
@@ -216,9 +216,14 @@ fn flags_are_refused_rather_than_reinterpreted() {
             "only apply to a cluster role",
         ),
         (
-            &["--replay", "deadbeef", "--results", "r"],
+            &["--replay", "deadbeefdeadbeef", "--results", "r"],
             exit::FAILURE,
-            "no sweep `deadbeef`",
+            "no sweep `deadbeefdeadbeef`",
+        ),
+        (
+            &["--replay", "deadbeef", "--results", "r"],
+            exit::USAGE,
+            "is not a sweep id",
         ),
     ];
     for (args, status, says) in cases {

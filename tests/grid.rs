@@ -1,12 +1,13 @@
 //! Sweep validation: every problem of a sweep reported at once, before anything runs.
 
-use gridtest::{Error, Grid, Sweep};
+use gridtest::sweep::SweepError;
+use gridtest::{Grid, Sweep};
 use gridtest_examples::SmaCrossover;
 use gridtest_tests::{quiet, run_with, w1_smoke};
 
 fn problems(sweep: &Sweep) -> String {
     match sweep.validate() {
-        Err(e @ Error::InvalidSweep { .. }) => e.to_string(),
+        Err(e @ SweepError::Invalid { .. }) => e.to_string(),
         other => panic!("expected InvalidSweep, got {other:?}"),
     }
 }

@@ -270,6 +270,33 @@ pub fn skip_unless_required(
     Ok(())
 }
 
+/// Cells recorded in the persisted ledgers under a local results root (one JSON line each in
+/// `sweeps/*/ledger/*.jsonl`); 0 while there is none.
+pub fn ledger_cells(results: &Path) -> usize {
+    let Ok(sweeps) = std::fs::read_dir(results.join("sweeps")) else {
+        return 0;
+    };
+    sweeps
+        .filter_map(Result::ok)
+        .filter_map(|sweep| std::fs::read_dir(sweep.path().join("ledger")).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|segment| std::fs::read_to_string(segment.path()).ok())
+        .map(|text| text.lines().filter(|l| !l.is_empty()).count())
+        .sum()
+}
+
+/// The two counts of a sweep binary's summary line `sweep ID: N cells computed by this run, M
+/// resumed from the ledger`.
+pub fn computed_and_resumed(output: &str) -> Option<(usize, usize)> {
+    output.lines().find_map(|l| {
+        let (_, rest) = l.split_once(": ")?;
+        let (computed, rest) = rest.split_once(" cells computed by this run, ")?;
+        let resumed = rest.strip_suffix(" resumed from the ledger")?;
+        Some((computed.parse().ok()?, resumed.parse().ok()?))
+    })
+}
+
 /// Copies the folder `from` (recursively) to `to`.
 ///
 /// # Panics

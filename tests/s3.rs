@@ -167,6 +167,30 @@ fn list(store: &AmazonS3, prefix: &str) -> Vec<String> {
     keys
 }
 
+/// Cells recorded in every ledger segment under `prefix` (one JSON line each).
+fn ledger_cells(store: &AmazonS3, prefix: &str) -> usize {
+    let rt = runtime();
+    list(store, prefix)
+        .iter()
+        .filter(|key| key.contains("/ledger/"))
+        .map(|key| {
+            let bytes = rt
+                .block_on(async {
+                    store
+                        .get(&ObjectPath::parse(key).unwrap())
+                        .await?
+                        .bytes()
+                        .await
+                })
+                .unwrap();
+            bytes
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count()
+        })
+        .sum()
+}
+
 fn with_aws_env<'a>(cmd: &'a mut Command, endpoint: &str) -> &'a mut Command {
     cmd.env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -292,9 +316,9 @@ fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
     let text = String::from_utf8_lossy(&second.stdout).to_string()
         + &String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{text}");
-    assert!(text.contains("is already complete (1910 cells)"), "{text}");
-    assert!(
-        text.contains(": 0 cells computed by this run, 1910 resumed"),
+    assert_eq!(
+        gridtest_tests::computed_and_resumed(&text),
+        Some((0, 1910)),
         "{text}"
     );
 }
@@ -353,23 +377,23 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
             .stderr(Stdio::piped());
         c
     };
-    // First run: killed once a good part of the cells are in the ledger.
-    let mut first = command().spawn().unwrap();
-    let stderr = first.stderr.take().unwrap();
-    let lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    // First run: killed once a good part of the cells are in the ledger, read from the store
+    // itself (progress lines run ahead of the ledger, which is flushed periodically).
+    let store = store(s3);
+    let mut first = command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
     let mut killed = false;
-    for line in lines.map_while(Result::ok) {
-        let done: usize = line
-            .split("progress done=")
-            .nth(1)
-            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
-            .unwrap_or(0);
-        if done >= 100 {
-            std::thread::sleep(Duration::from_millis(300)); // a ledger flush
+    while Instant::now() < deadline && first.try_wait().unwrap().is_none() {
+        if ledger_cells(&store, &format!("{prefix}/results/sweeps")) >= 100 {
             first.kill().unwrap();
             killed = true;
             break;
         }
+        std::thread::sleep(Duration::from_millis(100));
     }
     let _ = first.wait();
     assert!(killed, "the first run never got far enough");
@@ -377,18 +401,10 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
     let text = String::from_utf8_lossy(&second.stdout).to_string()
         + &String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{text}");
-    let resumed: usize = text
-        .lines()
-        .find_map(|l| l.strip_prefix("resumed ")?.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no resume line:\n{text}"));
+    let (computed, resumed) = gridtest_tests::computed_and_resumed(&text)
+        .unwrap_or_else(|| panic!("no summary line:\n{text}"));
     assert!(resumed >= 100, "{text}");
-    assert!(
-        text.contains(&format!(
-            "{} cells computed by this run, {resumed} resumed",
-            240 - resumed
-        )),
-        "{text}"
-    );
+    assert_eq!(computed + resumed, 240, "{text}");
 }
 
 /// A second server that enforces authentication (moto with `INITIAL_NO_AUTH_ACTION_COUNT=0`).

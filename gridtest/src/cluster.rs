@@ -18,9 +18,8 @@ pub mod coordinator;
 pub mod head;
 pub mod node;
 mod sessions;
-pub mod transport;
 pub mod worker;
 
 /// The actors' protocol, which crosses the wire between nodes (defined with the actors).
 pub use crate::actors::{messages, wire};
-pub use config::{ClusterArgs, ClusterConfig, Role, RoleChoice};
+pub use config::{ClusterConfig, Role};

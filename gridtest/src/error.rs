@@ -2,8 +2,12 @@
 //! set or setting at fault.
 
 use crate::data::DataError;
-use crate::params::GridError;
+use crate::ingest::IngestError;
+use crate::persist::PersistError;
 use crate::registry::StrategyError;
+use crate::storage::LocationError;
+use crate::sweep::{SweepError, SweepId};
+use crate::transport::TransportError;
 
 /// gridtest's error type.
 ///
@@ -16,9 +20,6 @@ pub enum Error {
     /// A dataset, shard or file problem.
     #[error(transparent)]
     Data(#[from] DataError),
-    /// The grid does not fit the strategy.
-    #[error(transparent)]
-    Grid(#[from] GridError),
     /// A strategy lookup failed.
     #[error(transparent)]
     Strategy(#[from] StrategyError),
@@ -30,6 +31,24 @@ pub enum Error {
         /// What is wrong.
         problems: Vec<String>,
     },
+    /// Settings that contradict each other or this machine (flags, environment, options).
+    #[error("invalid settings:{}", .problems.iter().map(|p| format!("\n  - {p}")).collect::<String>())]
+    Config {
+        /// What is wrong.
+        problems: Vec<String>,
+    },
+    /// A dataset or results location is not usable.
+    #[error(transparent)]
+    Location(#[from] LocationError),
+    /// Persisting or reading a sweep's record under the results root failed.
+    #[error(transparent)]
+    Persist(#[from] PersistError),
+    /// Converting input files into a dataset failed.
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    /// The network between nodes: listening, dialling, TLS.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
     /// Writing results failed.
     #[error("cannot write {path}: {reason}")]
     Output {
@@ -50,7 +69,7 @@ pub enum Error {
     #[error("no sweep `{sweep}` under {root} (its spec.json is absent)")]
     UnknownSweep {
         /// The sweep id asked for.
-        sweep: String,
+        sweep: SweepId,
         /// The results root.
         root: String,
     },
@@ -73,7 +92,7 @@ pub enum Error {
     #[error("sweep {sweep} could not be persisted ({reason}); every cell is in {out}")]
     NotPersisted {
         /// The sweep.
-        sweep: String,
+        sweep: SweepId,
         /// Where and why persisting failed.
         reason: String,
         /// The local output folder.
@@ -85,7 +104,7 @@ pub enum Error {
     )]
     ReplayMismatch {
         /// The sweep.
-        sweep: String,
+        sweep: SweepId,
         /// Cells compared.
         cells: usize,
         /// Cells that differ.
@@ -93,9 +112,46 @@ pub enum Error {
         /// The first difference.
         first: String,
     },
-    /// The actor system failed (a bug or an exhausted machine).
-    #[error("sweep runtime: {0}")]
-    Runtime(String),
+    /// A submitted sweep was refused or failed on the cluster, or the head was lost.
+    #[error("submission: {0}")]
+    Submission(String),
+    /// A signal handler could not be installed.
+    #[error("cannot listen for {signal}: {source}")]
+    Signal {
+        /// The signal.
+        signal: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The actor system failed: an actor could not start or stopped before answering (a bug or
+    /// an exhausted machine).
+    #[error("{what}: {reason}")]
+    Actors {
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+}
+
+impl From<SweepError> for Error {
+    fn from(e: SweepError) -> Self {
+        match e {
+            SweepError::Invalid { strategy, problems } => Self::InvalidSweep { strategy, problems },
+            SweepError::Output { path, reason } => Self::Output { path, reason },
+        }
+    }
+}
+
+impl Error {
+    /// An actor-system failure while doing `what`.
+    pub(crate) fn actors(what: &'static str, reason: impl std::fmt::Display) -> Self {
+        Self::Actors {
+            what,
+            reason: reason.to_string(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Error {

@@ -88,10 +88,6 @@ pub(crate) fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
-pub(crate) fn runtime_error(e: impl std::fmt::Display) -> Error {
-    Error::Runtime(e.to_string())
-}
-
 /// Where and how the supervisor and this node's scorers run.
 pub(crate) struct NodeSetup {
     pub(crate) node_name: String,
@@ -128,7 +124,7 @@ pub(crate) async fn execute(
         },
     )
     .await
-    .map_err(runtime_error)?;
+    .map_err(|e| Error::actors("starting the shard loader", e))?;
 
     // Load what fits the cache before compute starts, so load and compute are timed apart.
     if setup.scorers > 0 {
@@ -158,17 +154,13 @@ pub(crate) async fn execute(
 
     // Resume from the persisted ledger, if any.
     let lock = match &opts.results {
-        Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name)
-            .await
-            .map_err(|e| Error::Runtime(e.to_string()))?,
+        Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name).await?,
         None => None,
     };
     let (log, done) = match &opts.results {
         Some(root) => {
             let spec_json = serde_json::to_vec_pretty(&spec).expect("specs serialise");
-            let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json)
-                .await
-                .map_err(|e| Error::Runtime(e.to_string()))?;
+            let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json).await?;
             let wanted: std::collections::BTreeSet<CellKey> = shards
                 .iter()
                 .flat_map(|sh| {
@@ -181,16 +173,7 @@ pub(crate) async fn execute(
                 .collect();
             done.retain(|k, _| wanted.contains(k));
             tracing::info!(sweep = %sweep_id, root = %root, resumed = done.len(),
-                "sweep ledger opened");
-            let total = shards.len() * sets.len();
-            if done.len() == total {
-                eprintln!("sweep {sweep_id} is already complete ({total} cells): reporting it");
-            } else if !done.is_empty() {
-                eprintln!(
-                    "resumed {} cells of sweep {sweep_id} from its ledger",
-                    done.len()
-                );
-            }
+                total = shards.len() * sets.len(), "sweep ledger opened");
             (Some(log), done)
         }
         None => (None, std::collections::BTreeMap::new()),
@@ -223,7 +206,11 @@ pub(crate) async fn execute(
         let chunk = chunk_size(todo.len(), rows, opts.unit_evals, parallelism);
         for chunk in todo.chunks(chunk.max(1)) {
             units.push(WorkUnit {
-                id: UnitId(u32::try_from(units.len()).map_err(runtime_error)?),
+                id: UnitId(u32::try_from(units.len()).map_err(|_| Error::Config {
+                    problems: vec![
+                        "the sweep needs more than 2^32 work units: raise --unit-evals".to_owned(),
+                    ],
+                })?),
                 shard: shard.clone(),
                 sets: chunk.to_vec(),
             });
@@ -259,7 +246,7 @@ pub(crate) async fn execute(
         },
     )
     .await
-    .map_err(runtime_error)?;
+    .map_err(|e| Error::actors("starting the supervisor", e))?;
     let backends = opts
         .backends
         .as_ref()
@@ -279,13 +266,16 @@ pub(crate) async fn execute(
             },
         )
         .await
-        .map_err(runtime_error)?;
+        .map_err(|e| Error::actors("starting the node agent", e))?;
         Some((agent, agent_task))
     } else {
         None
     };
     let outcome = done_rx.await.map_err(|_| {
-        Error::Runtime("the supervisor stopped before the sweep finished".to_owned())
+        Error::actors(
+            "running the sweep",
+            "the supervisor stopped before it finished",
+        )
     })?;
     let _ = supervisor_task.await;
     if let Some((agent, task)) = agent {
@@ -349,7 +339,7 @@ pub(crate) async fn execute(
 ///
 /// # Errors
 /// [`Error::InvalidSweep`] before anything runs, [`Error::Data`] when the dataset cannot be
-/// listed, [`Error::Runtime`] if the actor system fails.
+/// listed, [`Error::Actors`] if the actor system fails.
 pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults> {
     let planned = plan(sweep).await?;
     let setup = NodeSetup {

@@ -67,6 +67,7 @@
 extern crate self as gridtest;
 
 pub mod actors;
+pub mod cli;
 pub mod cluster;
 pub mod data;
 pub mod engine;
@@ -86,6 +87,7 @@ pub mod storage;
 pub mod strategy;
 pub mod submit;
 pub mod sweep;
+pub mod transport;
 
 pub use engine::ExecModel;
 pub use error::{Error, Result, exit, exit_status};

@@ -51,9 +51,8 @@ pub struct Metrics {
 }
 
 /// A metric a leaderboard can rank by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
 pub enum RankMetric {
     /// Annualised Sharpe ratio (higher is better).
     Sharpe,
@@ -70,6 +69,16 @@ pub enum RankMetric {
 }
 
 impl RankMetric {
+    /// Every rank metric.
+    pub const ALL: [Self; 6] = [
+        Self::Sharpe,
+        Self::Sortino,
+        Self::TotalReturn,
+        Self::MaxDrawdown,
+        Self::ProfitFactor,
+        Self::WinRate,
+    ];
+
     /// Column name in the results.
     #[must_use]
     pub fn column(self) -> &'static str {
@@ -99,6 +108,27 @@ impl RankMetric {
 impl std::fmt::Display for RankMetric {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.column())
+    }
+}
+
+/// Parses a metric by its column name (`sharpe`, `max_drawdown`, …).
+///
+/// ```
+/// use gridtest::RankMetric;
+/// assert_eq!("max_drawdown".parse::<RankMetric>(), Ok(RankMetric::MaxDrawdown));
+/// assert!("alpha".parse::<RankMetric>().is_err());
+/// ```
+impl std::str::FromStr for RankMetric {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.column() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|m| m.column()).collect();
+                format!("unknown metric `{s}` (one of: {})", names.join(", "))
+            })
     }
 }
 

@@ -5,6 +5,8 @@
 //! the first 8 bytes of the SHA-256 of its canonical encoding, so it is equal on every node, in
 //! every process and in every run, whatever order the values were given in.
 
+mod constraint;
+mod expand;
 mod grid;
 mod value;
 
@@ -15,7 +17,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub use grid::{Axis, CmpOp, Constraint, Grid, GridError, GridIter, GridProblem, Operand};
+pub use constraint::{CmpOp, Constraint, Operand};
+pub use expand::{GridIter, GridSlice};
+pub use grid::{Axis, Grid, GridError, GridProblem};
 pub use value::{ParamKind, ParamValue};
 
 /// Stable identifier of a parameter set: a hash of its canonical encoding, shown as 16 hex digits.

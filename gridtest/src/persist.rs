@@ -45,4 +45,12 @@ pub enum PersistError {
         /// Why.
         reason: String,
     },
+    /// The results root does not accept writes (checked before a sweep relies on it).
+    #[error("cannot write {root}: the results root does not accept writes: {reason}")]
+    Unwritable {
+        /// The results root.
+        root: String,
+        /// Why.
+        reason: String,
+    },
 }

@@ -15,7 +15,7 @@ use crate::params::{ParamSet, ParamSetId};
 use crate::persist::{LedgerLog, SweepSpec};
 use crate::registry::find_strategy;
 use crate::storage::Location;
-use crate::sweep::{CellKey, CellOutcome};
+use crate::sweep::{CellKey, CellOutcome, SweepId};
 
 /// Which cells to replay.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,15 +78,18 @@ pub fn identical(a: &CellOutcome, b: &CellOutcome) -> bool {
     }
 }
 
-async fn read_spec(root: &Location, sweep_id: &str) -> Result<SweepSpec> {
-    let (store, path) = root.store().map_err(|e| Error::Runtime(e.to_string()))?;
-    let spec_path = path.join("sweeps").join(sweep_id).join("spec.json");
+async fn read_spec(root: &Location, sweep_id: &SweepId) -> Result<SweepSpec> {
+    let (store, path) = root.store()?;
+    let spec_path = path
+        .join("sweeps")
+        .join(sweep_id.as_str())
+        .join("spec.json");
     let url = root.object_url(&spec_path);
     let bytes = match async { store.get(&spec_path).await?.bytes().await }.await {
         Ok(bytes) => bytes,
         Err(object_store::Error::NotFound { .. }) => {
             return Err(Error::UnknownSweep {
-                sweep: sweep_id.to_owned(),
+                sweep: sweep_id.clone(),
                 root: root.to_string(),
             });
         }
@@ -142,12 +145,12 @@ fn manifest_changes(recorded: &[ListedFile], now: &[ListedFile]) -> Vec<Manifest
 /// Replays sweep `sweep_id` persisted under `root` (see the module docs).
 ///
 /// # Errors
-/// [`Error::Output`] if the spec or ledger cannot be read, [`Error::Strategy`] if the strategy is
+/// [`Error::Read`] or [`Error::Persist`] if the spec or ledger cannot be read, [`Error::Strategy`] if the strategy is
 /// not in this binary, [`Error::InvalidSweep`] listing the changed files when the data changed
 /// and `force` is off.
 pub async fn replay(
     root: &Location,
-    sweep_id: &str,
+    sweep_id: &SweepId,
     scope: &ReplayScope,
     force: bool,
 ) -> Result<ReplayReport> {
@@ -200,9 +203,7 @@ pub async fn replay(
             .collect(),
         });
     }
-    let recorded = LedgerLog::read(root, sweep_id)
-        .await
-        .map_err(|e| Error::Runtime(e.to_string()))?;
+    let recorded = LedgerLog::read(root, sweep_id).await?;
     let sets: Vec<ParamSet> = match scope {
         ReplayScope::All => spec.grid.iter().collect(),
         ReplayScope::Cell { param_set, .. } => {
@@ -227,7 +228,7 @@ pub async fn replay(
         let outcomes =
             tokio::task::spawn_blocking(move || (strategy.run)(&data, &sets_for_shard, &exec))
                 .await
-                .map_err(|e| Error::Runtime(e.to_string()))?;
+                .map_err(|e| Error::actors("replaying a shard", e))?;
         for (set, outcome) in sets.iter().zip(outcomes) {
             let key = CellKey {
                 shard: shard.id(),

@@ -9,9 +9,10 @@ use std::time::Duration;
 use chrono::NaiveDate;
 
 use crate::actors::BackendSettings;
-use crate::cluster::{ClusterArgs, ClusterConfig, Role};
+use crate::cli::ClusterArgs;
+use crate::cluster::{ClusterConfig, Role};
 use crate::error::{Error, Result};
-use crate::execute::{default_threads, runtime_error};
+use crate::execute::default_threads;
 use crate::metrics::RankMetric;
 use crate::storage::Location;
 use crate::sweep::{Leaderboard, Sweep, SweepResults, output};
@@ -51,8 +52,9 @@ pub struct RunArgs {
     /// Scorer threads (default: one per core).
     #[arg(long, env = "GRIDTEST_THREADS")]
     pub threads: Option<usize>,
-    /// Metric to rank the leaderboard by (mean across symbols).
-    #[arg(long, value_enum)]
+    /// Metric to rank the leaderboard by, its mean across symbols: sharpe (default), sortino,
+    /// total_return, max_drawdown, profit_factor or win_rate.
+    #[arg(long)]
     pub rank_by: Option<RankMetric>,
     /// Rows of the leaderboard to print.
     #[arg(long, default_value_t = 10)]
@@ -94,7 +96,7 @@ pub struct RunArgs {
     /// Re-execute the persisted sweep with this id (under --results) and check that every
     /// metric is identical to the record, bit for bit.
     #[arg(long, value_name = "SWEEP_ID")]
-    pub replay: Option<String>,
+    pub replay: Option<crate::sweep::SweepId>,
     /// With --replay: only this cell, PARAM_SET_ID@SYMBOL.
     #[arg(long, value_name = "PARAM_SET_ID@SYMBOL", requires = "replay")]
     pub cell: Option<crate::replay::ReplayScope>,
@@ -183,27 +185,22 @@ pub fn init_tracing() {
 /// computed.
 ///
 /// # Errors
-/// As [`run_sweep`], [`Error::InvalidSweep`] for contradictory settings, [`Error::Output`] if
-/// the output folder or the results root cannot be written (checked first), and, after
+/// As [`run_sweep`], [`Error::Config`] for contradictory settings, [`Error::Output`] or
+/// [`Error::Persist`] if the output folder or the results root cannot be written (checked first), and, after
 /// everything was written locally, [`Error::NotPersisted`] when the results root failed to
 /// record the sweep or [`Error::FailedCells`] when cells failed (unless
 /// `--allow-failed-cells`). [`Error::exit_code`] maps each to the process's exit status.
 pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     init_tracing();
-    let config = args
-        .cluster
-        .resolve()
-        .map_err(|problem| Error::InvalidSweep {
-            strategy: sweep.strategy().name.to_owned(),
-            problems: vec![problem],
-        })?;
+    let config = args.cluster.resolve().map_err(|problem| Error::Config {
+        problems: vec![problem],
+    })?;
     tracing::info!(role = %config.role, node = %config.node_name, reason = %config.role_reason,
         "role chosen");
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
-    check_threads(args.threads, config.role).map_err(|problem| Error::InvalidSweep {
-        strategy: sweep.strategy().name.to_owned(),
+    check_threads(args.threads, config.role).map_err(|problem| Error::Config {
         problems: vec![problem],
     })?;
     let (sweep, opts) = apply_args(sweep, args, &config);
@@ -212,14 +209,11 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         .enable_all()
         .thread_name("gridtest-rt")
         .build()
-        .map_err(runtime_error)?;
+        .map_err(|e| Error::actors("starting the async runtime", e))?;
     if let Some(sweep_id) = &args.replay {
         let root = match &opts.results {
             Some(root) => root.clone(),
-            None => Location::parse("results").map_err(|e| Error::Output {
-                path: "results".to_owned(),
-                reason: e.to_string(),
-            })?,
+            None => Location::parse("results")?,
         };
         let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
         let report =
@@ -256,8 +250,7 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
             }
             Role::Worker => {}
             Role::Local => {
-                return Err(Error::InvalidSweep {
-                    strategy: sweep.strategy().name.to_owned(),
+                return Err(Error::Config {
                     problems: vec!["--serve needs the head role (--role head)".to_owned()],
                 });
             }
@@ -315,10 +308,11 @@ fn out_dir(args: &RunArgs, strategy: &str) -> PathBuf {
 /// A finished, reported sweep as the process sees it: an error when the results root could
 /// not record it, or when cells failed (unless allowed).
 fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport> {
-    let info = report.results.run_info();
-    if let Some(why) = info.and_then(|i| i.persist_failure.clone()) {
+    if let Some(info) = report.results.run_info()
+        && let Some(why) = info.persist_failure.clone()
+    {
         return Err(Error::NotPersisted {
-            sweep: info.map(|i| i.sweep_id.clone()).unwrap_or_default(),
+            sweep: info.sweep_id.clone(),
             reason: why,
             out: report.out_dir.display().to_string(),
         });

@@ -10,13 +10,13 @@ use ractor::rpc::CallResult;
 
 use crate::actors::messages::{COORDINATORS, CoordinatorMsg, SCOPE, SweepRequest, SweepState};
 use crate::actors::wire::Wire;
+use crate::cli::{ClusterArgs, RoleChoice};
 use crate::cluster::node::{self, NodeEvent};
-use crate::cluster::transport::{self, Tls};
-use crate::cluster::{ClusterArgs, RoleChoice};
 use crate::engine::ExecModel;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamValue};
+use crate::transport::{self, Tls};
 
 /// Settings of `gridtest submit`.
 #[derive(clap::Args, Clone, Debug)]
@@ -61,8 +61,9 @@ pub struct SubmitArgs {
     /// Largest absolute target weight.
     #[arg(long, default_value_t = 1.0)]
     pub max_leverage: f64,
-    /// Leaderboard metric.
-    #[arg(long, value_enum, default_value_t = RankMetric::Sharpe)]
+    /// Leaderboard metric: sharpe, sortino, total_return, max_drawdown, profit_factor or
+    /// win_rate.
+    #[arg(long, default_value_t = RankMetric::Sharpe)]
     pub rank_by: RankMetric,
     /// Leaderboard rows.
     #[arg(long, default_value_t = 10)]
@@ -137,10 +138,12 @@ pub fn parse_axis(grid: Grid, spec: &str) -> std::result::Result<Grid, String> {
 }
 
 async fn submit(args: &SubmitArgs) -> Result<()> {
-    let runtime = |e: String| Error::Runtime(e);
+    let config_error = |problem: String| Error::Config {
+        problems: vec![problem],
+    };
     let mut grid = Grid::new();
     for axis in &args.axes {
-        grid = parse_axis(grid, axis).map_err(runtime)?;
+        grid = parse_axis(grid, axis).map_err(config_error)?;
     }
     for c in &args.constraints {
         grid = grid.constrain(c);
@@ -177,20 +180,15 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
         ..ClusterArgs::default()
     }
     .resolve()
-    .map_err(runtime)?;
+    .map_err(config_error)?;
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
-    let tls = config
-        .tls
-        .as_ref()
-        .map(Tls::load)
-        .transpose()
-        .map_err(|e| runtime(e.to_string()))?;
-    let node::Node { server, mut events } = node::start(&config).await.map_err(runtime)?;
-    transport::dial(&server, &args.head, tls.as_ref())
+    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
+    let node::Node { server, mut events } = node::start(&config)
         .await
-        .map_err(|e| runtime(e.to_string()))?;
+        .map_err(|e| Error::actors("starting the node server", e))?;
+    transport::dial(&server, &args.head, tls.as_ref()).await?;
     let joined = tokio::time::timeout(Duration::from_secs(10), async {
         while let Some(e) = events.recv().await {
             match e {
@@ -204,7 +202,7 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
     .await
     .unwrap_or(false);
     if !joined {
-        return Err(runtime(format!(
+        return Err(Error::Submission(format!(
             "the head at {} refused this client (wrong cookie?)",
             args.head
         )));
@@ -218,7 +216,7 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
             break ActorRef::<CoordinatorMsg>::from(c);
         }
         if Instant::now() > deadline {
-            return Err(runtime(format!(
+            return Err(Error::Submission(format!(
                 "the head at {} does not serve submissions (start it with --role head --serve)",
                 args.head
             )));
@@ -234,9 +232,11 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
     {
         Ok(CallResult::Success(Wire(Ok(s)))) => s,
         Ok(CallResult::Success(Wire(Err(e)))) => {
-            return Err(runtime(format!("the head rejected the sweep: {e}")));
+            return Err(Error::Submission(format!(
+                "the head rejected the sweep: {e}"
+            )));
         }
-        other => return Err(runtime(format!("submission failed: {other:?}"))),
+        other => return Err(Error::Submission(format!("submission failed: {other:?}"))),
     };
     let id = submitted.sweep_id.clone();
     println!("submitted sweep {id}: {:?}", submitted.state);
@@ -247,16 +247,18 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
     loop {
         let state = match coordinator
             .call(
-                |r| CoordinatorMsg::Status(id.clone(), r),
+                |r| CoordinatorMsg::Status(Wire(id.clone()), r),
                 Some(Duration::from_secs(10)),
             )
             .await
         {
             Ok(CallResult::Success(Wire(Some(s)))) => s,
             Ok(CallResult::Success(Wire(None))) => {
-                return Err(runtime(format!("the head no longer knows sweep {id}")));
+                return Err(Error::Submission(format!(
+                    "the head no longer knows sweep {id}"
+                )));
             }
-            other => return Err(runtime(format!("lost the head: {other:?}"))),
+            other => return Err(Error::Submission(format!("lost the head: {other:?}"))),
         };
         match state {
             SweepState::Done {
@@ -272,7 +274,7 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
                 return Ok(());
             }
             SweepState::Failed { error } => {
-                return Err(runtime(format!("sweep {id} failed: {error}")));
+                return Err(Error::Submission(format!("sweep {id} failed: {error}")));
             }
             other => {
                 let line = match other {
@@ -299,12 +301,13 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
 /// Runs `gridtest submit`.
 ///
 /// # Errors
-/// [`Error::Runtime`] saying why the sweep could not be submitted or failed.
+/// [`Error::Submission`] saying why the sweep could not be submitted or failed, [`Error::Config`]
+/// for unusable flags, [`Error::Transport`] if the head cannot be reached.
 pub fn run_submit(args: &SubmitArgs) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::Runtime(e.to_string()))?
+        .map_err(|e| Error::actors("starting the async runtime", e))?
         .block_on(submit(args))
 }

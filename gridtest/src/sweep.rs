@@ -1,10 +1,13 @@
 //! Sweeps: what to run ([`Sweep`]), how it is cut into work ([`WorkUnit`]), the state of every
 //! cell ([`Ledger`]), and what comes out ([`SweepResults`], [`Leaderboard`]).
 
+mod error;
+mod fleet;
 mod leaderboard;
 mod ledger;
 mod node_stats;
 pub mod output;
+mod sweep_id;
 mod work_unit;
 
 use std::collections::BTreeMap;
@@ -14,17 +17,19 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 pub use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
+pub use error::SweepError;
+pub use fleet::{Fleet, FleetRules, Gate, NodeView, SlowNode};
 pub use leaderboard::{LeaderRow, Leaderboard};
 pub use ledger::{Completion, DEFAULT_MAX_ATTEMPTS, Ledger, LedgerStats, WorkerId};
 pub use node_stats::NodeStats;
+pub use sweep_id::SweepId;
 pub use work_unit::{UnitId, WorkUnit, chunk_size};
 
 use crate::data::Shard;
 use crate::engine::ExecModel;
-use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamSet};
-use crate::registry::{StrategyEntry, entry, find_strategy};
+use crate::registry::{StrategyEntry, StrategyError, entry, find_strategy};
 use crate::strategy::RegisteredStrategy;
 
 /// A sweep: a registered strategy, a parameter grid, a dataset with a selection of symbols and
@@ -72,8 +77,8 @@ impl Sweep {
     /// A sweep of the strategy registered under `name`.
     ///
     /// # Errors
-    /// [`Error::Strategy`] if no strategy (or more than one) has that name.
-    pub fn named(name: &str) -> Result<Self> {
+    /// [`StrategyError`] if no strategy (or more than one) has that name.
+    pub fn named(name: &str) -> Result<Self, StrategyError> {
         Ok(Self::with_entry(*find_strategy(name)?))
     }
 
@@ -180,8 +185,8 @@ impl Sweep {
     /// mismatch, bad constraint), the execution model, a missing dataset, an empty date range.
     ///
     /// # Errors
-    /// [`Error::InvalidSweep`] listing the problems.
-    pub fn validate(&self) -> Result<()> {
+    /// [`SweepError::Invalid`] listing the problems.
+    pub fn validate(&self) -> Result<(), SweepError> {
         let mut problems = Vec::new();
         if let Err(e) = self.grid.check((self.strategy.schema)()) {
             problems.extend(e.0.iter().map(ToString::to_string));
@@ -203,7 +208,7 @@ impl Sweep {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(Error::InvalidSweep {
+            Err(SweepError::Invalid {
                 strategy: self.strategy.name.to_owned(),
                 problems,
             })
@@ -250,7 +255,7 @@ pub struct SweepResults {
 #[derive(Clone, Debug)]
 pub struct RunInfo {
     /// The sweep id (hash of its spec).
-    pub sweep_id: String,
+    pub sweep_id: SweepId,
     /// Cells computed by this run (the rest were resumed from the ledger).
     pub computed: usize,
     /// Per node.
@@ -285,7 +290,7 @@ impl SweepResults {
 
     pub(crate) fn with_run_info(
         mut self,
-        sweep_id: String,
+        sweep_id: SweepId,
         computed: usize,
         nodes: BTreeMap<String, NodeStats>,
         gpu_slots: BTreeMap<String, NodeStats>,

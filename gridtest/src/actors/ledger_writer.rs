@@ -94,9 +94,12 @@ impl Actor for LedgerWriter {
             }
             LedgerWriterMsg::Flush => {
                 state.scheduled = false;
-                if let Err(e) = state.log.flush().await {
-                    tracing::error!(error = %e, "could not persist cells; will retry");
-                    state.schedule(&myself);
+                match state.log.flush().await {
+                    Ok(()) => tracing::debug!(written = state.log.written(), "ledger flushed"),
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not persist cells; will retry");
+                        state.schedule(&myself);
+                    }
                 }
             }
             LedgerWriterMsg::Finish(reply) => {

@@ -31,7 +31,7 @@ pub const AGENTS: &str = "agents";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepContext {
     /// The sweep.
-    pub sweep_id: String,
+    pub sweep_id: crate::sweep::SweepId,
     /// Registered strategy name.
     pub strategy: String,
     /// Dataset root URL.
@@ -70,7 +70,7 @@ pub struct Lease {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UnitReport {
     /// The sweep.
-    pub sweep_id: String,
+    pub sweep_id: crate::sweep::SweepId,
     /// Who ran it.
     pub worker: WorkerId,
     /// The unit as leased.
@@ -201,7 +201,7 @@ pub enum SweepState {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Submitted {
     /// The sweep id (hash of its spec).
-    pub sweep_id: String,
+    pub sweep_id: crate::sweep::SweepId,
     /// Where it stands (a sweep already known keeps its state: it is not run twice).
     pub state: SweepState,
 }
@@ -217,9 +217,12 @@ pub enum CoordinatorMsg {
     ),
     /// Where a sweep stands (`None`: unknown id).
     #[rpc]
-    Status(String, RpcReplyPort<Wire<Option<SweepState>>>),
+    Status(
+        Wire<crate::sweep::SweepId>,
+        RpcReplyPort<Wire<Option<SweepState>>>,
+    ),
     /// A sweep ended (local).
-    Finished(String, Wire<SweepState>),
+    Finished(Wire<crate::sweep::SweepId>, Wire<SweepState>),
 }
 
 /// Messages of a node agent (one per node).

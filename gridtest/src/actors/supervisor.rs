@@ -25,30 +25,20 @@ use tokio::sync::oneshot;
 
 use super::ledger_writer::{LedgerWriter, LedgerWriterMsg};
 use crate::actors::messages::{
-    AGENTS, Lease, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
+    AGENTS, Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext,
+    UnitReport,
 };
 use crate::actors::wire::Wire;
 use crate::persist::LedgerLog;
+use crate::progress::Progress;
+use crate::sweep::{Completion, Fleet, FleetRules, Gate, Ledger, NodeStats};
 
 /// How long the end of a sweep waits for the ledger writer's last flush (a remote store
 /// retries each write for up to `GRIDTEST_STORE_RETRY_S`).
 const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
-use crate::progress::Progress;
-use crate::sweep::NodeStats;
-use crate::sweep::{Completion, Ledger};
 
 /// Below this fraction of the median per-scorer speed, a node is flagged as slow.
 const SLOW_FRACTION: f64 = 0.5;
-
-#[derive(Debug)]
-struct NodeState {
-    stats: NodeStats,
-    last_seen: Instant,
-    alive: bool,
-    draining: bool,
-    /// Latest device readings (GPU nodes).
-    telemetry: Vec<String>,
-}
 
 /// What the supervisor hands back when every cell is final.
 #[derive(Debug)]
@@ -112,46 +102,25 @@ pub struct SupervisorArgs {
 /// State of the [`Supervisor`].
 pub struct SupervisorState {
     ledger: Option<Ledger>,
+    fleet: Fleet,
     context: SweepContext,
     progress: Progress,
     /// Persists final cells beside this actor (never in its mailbox).
     writer: Option<ActorRef<LedgerWriterMsg>>,
     timing: SupervisorTiming,
     done: Option<oneshot::Sender<SupervisorOutcome>>,
-    nodes: BTreeMap<String, NodeState>,
-    /// Per GPU scorer (`node/gpuD-K`).
-    gpu_slots: BTreeMap<String, NodeStats>,
     /// Agent actor id (as shown by this node) → node name.
     agents: HashMap<String, String>,
-    first_lease: Option<Instant>,
     computed: usize,
     last_progress: Instant,
-    wait_for_nodes: usize,
-    asking: std::collections::BTreeSet<String>,
-    started: Instant,
     /// Whether the sweep's strategy has device code (GPU scorers may take its units).
     gpu_capable: bool,
 }
 
 impl SupervisorState {
-    fn node(&mut self, name: &str) -> &mut NodeState {
-        self.nodes
-            .entry(name.to_owned())
-            .or_insert_with(|| NodeState {
-                stats: NodeStats::default(),
-                last_seen: Instant::now(),
-                alive: true,
-                draining: false,
-                telemetry: Vec::new(),
-            })
-    }
-
     /// Any message from a node proves it is alive.
     fn seen(&mut self, name: &str) {
-        let node = self.node(name);
-        node.last_seen = Instant::now();
-        if !node.alive {
-            node.alive = true;
+        if self.fleet.seen(name, Instant::now()) {
             tracing::warn!(node = name, "node is back; its late results count once");
         }
     }
@@ -162,10 +131,10 @@ impl SupervisorState {
             .as_mut()
             .map(|l| l.release_node(name))
             .unwrap_or_default();
-        let node = self.node(name);
-        node.alive = false;
-        node.stats.requeued += released.len() as u64;
-        if !released.is_empty() {
+        self.fleet.lost(name, released.len(), Instant::now());
+        if released.is_empty() {
+            tracing::info!(node = name, reason = why, "node lost (it held no units)");
+        } else {
             tracing::warn!(
                 node = name,
                 reason = why,
@@ -173,47 +142,23 @@ impl SupervisorState {
                 "node lost: its units go back to the queue"
             );
             self.progress.requeued(released.len());
-        } else {
-            tracing::info!(node = name, reason = why, "node lost (it held no units)");
         }
     }
 
-    /// Flags nodes whose per-scorer speed is far below the median of the others.
-    fn flag_slow_nodes(&mut self) -> Vec<String> {
-        let mut speeds: Vec<f64> = self
-            .nodes
-            .values()
-            .filter(|n| n.stats.units >= 2)
-            .map(|n| n.stats.speed())
-            .collect();
-        if speeds.len() < 2 {
-            return Vec::new();
+    fn flag_slow_nodes(&mut self) {
+        for slow in self.fleet.flag_slow() {
+            tracing::warn!(node = %slow.node, speed = format!("{:.3e}", slow.speed),
+                median = format!("{:.3e}", slow.median),
+                "node is slow (throttled card or noisy neighbour?)");
         }
-        speeds.sort_by(f64::total_cmp);
-        let median = speeds[speeds.len() / 2];
-        let mut slow = Vec::new();
-        for (name, n) in &mut self.nodes {
-            let is_slow = n.stats.units >= 2 && n.stats.speed() < SLOW_FRACTION * median;
-            if is_slow && !n.stats.slow {
-                tracing::warn!(node = %name, speed = format!("{:.3e}", n.stats.speed()),
-                    median = format!("{median:.3e}"),
-                    "node is slow (throttled card or noisy neighbour?)");
-            }
-            n.stats.slow = is_slow;
-            if is_slow {
-                slow.push(name.clone());
-            }
-        }
-        slow
     }
 
-    fn log_progress(&mut self) {
+    fn log_progress(&self) {
         let Some(ledger) = &self.ledger else { return };
-        let elapsed = self
-            .first_lease
-            .map_or(0.0, |t| t.elapsed().as_secs_f64().max(1e-9));
+        let elapsed = self.fleet.compute_wall(Instant::now()).as_secs_f64();
         let nodes: Vec<String> = self
-            .nodes
+            .fleet
+            .nodes()
             .iter()
             .map(|(name, n)| {
                 format!(
@@ -231,7 +176,8 @@ impl SupervisorState {
             .collect();
         let stats = ledger.stats();
         let gpus: Vec<String> = self
-            .gpu_slots
+            .fleet
+            .gpu_slots()
             .iter()
             .map(|(slot, s)| format!("{slot}:{:.3e}evals/s", s.speed()))
             .collect();
@@ -246,6 +192,85 @@ impl SupervisorState {
             gpu_scorers = gpus.join(" "),
             "progress"
         );
+    }
+
+    /// A scorer asks for work.
+    fn on_lease(&mut self, request: &LeaseRequest) -> Option<Lease> {
+        let now = Instant::now();
+        self.seen(&request.worker.node);
+        if self.fleet.gate(&request.worker.node, now) == Gate::Wait
+            || !self
+                .fleet
+                .may_lease(&request.worker.node, request.gpu, self.gpu_capable)
+        {
+            return None;
+        }
+        let ledger = self.ledger.as_mut()?;
+        let unit = if request.pending_only {
+            ledger.lease_pending(&request.worker, &request.cached)
+        } else {
+            ledger.lease(&request.worker, &request.cached)
+        }?;
+        self.fleet.leased(now);
+        Some(Lease {
+            context: self.context.clone(),
+            unit,
+        })
+    }
+
+    /// A scorer reports a unit: its cells go to the ledger, the new final ones to the writer.
+    fn on_report(&mut self, report: UnitReport) {
+        if report.sweep_id != self.context.sweep_id {
+            tracing::debug!(sweep = %report.sweep_id, "report for another sweep ignored");
+            return;
+        }
+        self.seen(&report.worker.node);
+        let UnitReport {
+            worker,
+            unit,
+            shard,
+            results,
+            evaluations,
+            busy_ms,
+            ..
+        } = report;
+        let Some(ledger) = self.ledger.as_mut() else {
+            return;
+        };
+        let completion = match results {
+            Ok(results) => ledger.report(Some(unit), &shard, results),
+            Err(failure) => {
+                tracing::warn!(%unit, %worker, error = %failure, "unit failed");
+                ledger.fail_unit(unit, &failure)
+            }
+        };
+        let journal = ledger.take_journal();
+        if let Some(writer) = &self.writer
+            && !journal.is_empty()
+        {
+            let _ = writer.cast(LedgerWriterMsg::Append(journal));
+        }
+        self.progress.set(ledger.recorded(), ledger.failed());
+        let new = match completion {
+            Completion::Accepted { new, .. } => new,
+            Completion::Duplicate => 0,
+        };
+        self.computed += new;
+        let busy = Duration::from_millis(busy_ms);
+        self.fleet
+            .reported(&worker, new, evaluations, busy, Instant::now());
+    }
+
+    /// The heartbeat: nodes silent too long lose their leases; progress is logged.
+    fn on_tick(&mut self) {
+        for name in self.fleet.silent(Instant::now()) {
+            self.lose(&name, "silent past the heartbeat deadline");
+        }
+        if self.last_progress.elapsed() >= self.timing.progress_every {
+            self.last_progress = Instant::now();
+            self.flag_slow_nodes();
+            self.log_progress();
+        }
     }
 }
 
@@ -274,14 +299,10 @@ impl Supervisor {
         if let (Some(ledger), Some(done)) = (state.ledger.take(), state.done.take()) {
             let outcome = SupervisorOutcome {
                 ledger,
-                compute_wall: state.first_lease.map_or(Duration::ZERO, |t| t.elapsed()),
+                compute_wall: state.fleet.compute_wall(Instant::now()),
                 computed: state.computed,
-                nodes: state
-                    .nodes
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.stats.clone()))
-                    .collect(),
-                gpu_slots: std::mem::take(&mut state.gpu_slots),
+                nodes: state.fleet.node_stats(),
+                gpu_slots: state.fleet.gpu_slots().clone(),
                 persist_failure,
             };
             let _ = done.send(outcome);
@@ -306,7 +327,7 @@ impl Supervisor {
     fn agent_left(state: &mut SupervisorState, cells: &[ActorCell]) {
         for cell in cells {
             if let Some(name) = state.agents.remove(&cell.get_id().to_string())
-                && state.nodes.get(&name).is_some_and(|n| n.alive)
+                && state.fleet.is_alive(&name)
             {
                 state.lose(&name, "left the cluster");
             }
@@ -345,22 +366,23 @@ impl Actor for Supervisor {
             ),
             None => None,
         };
+        let rules = FleetRules {
+            wait_for_nodes: args.wait_for_nodes,
+            wait_limit: WAIT_FOR_NODES_LIMIT,
+            node_timeout: args.timing.node_timeout,
+            slow_fraction: SLOW_FRACTION,
+        };
         Ok(SupervisorState {
             ledger: Some(args.ledger),
+            fleet: Fleet::new(rules, Instant::now()),
             context: args.context,
             progress: args.progress,
             writer,
             timing: args.timing,
             done: Some(args.done),
-            nodes: BTreeMap::new(),
-            gpu_slots: BTreeMap::new(),
             agents: HashMap::new(),
-            first_lease: None,
             computed: 0,
             last_progress: Instant::now(),
-            wait_for_nodes: args.wait_for_nodes,
-            asking: std::collections::BTreeSet::new(),
-            started: Instant::now(),
             gpu_capable,
         })
     }
@@ -413,130 +435,45 @@ impl Actor for Supervisor {
         match msg {
             SupervisorMsg::Barrier(_) | SupervisorMsg::Progress(_) => {}
             SupervisorMsg::Lease(Wire(request), reply) => {
-                state.seen(&request.worker.node);
-                if state.first_lease.is_none() && state.wait_for_nodes > 0 {
-                    state.asking.insert(request.worker.node.clone());
-                    if state.asking.len() < state.wait_for_nodes
-                        && state.started.elapsed() < WAIT_FOR_NODES_LIMIT
-                    {
-                        let _ = reply.send(Wire(None));
-                        return Ok(());
-                    }
-                }
-                let draining = state.node(&request.worker.node).draining;
-                let ledger = state.ledger.as_mut().expect("checked");
-                let unit = if draining || (request.gpu && !state.gpu_capable) {
-                    None
-                } else if request.pending_only {
-                    ledger.lease_pending(&request.worker, &request.cached)
-                } else {
-                    ledger.lease(&request.worker, &request.cached)
-                };
-                if unit.is_some() && state.first_lease.is_none() {
-                    state.first_lease = Some(Instant::now());
-                }
-                let lease = unit.map(|unit| Lease {
-                    context: state.context.clone(),
-                    unit,
-                });
-                let _ = reply.send(Wire(lease));
+                let _ = reply.send(Wire(state.on_lease(&request)));
             }
             SupervisorMsg::Report(Wire(report)) => {
-                if report.sweep_id != state.context.sweep_id {
-                    tracing::debug!(sweep = %report.sweep_id, "report for another sweep ignored");
-                    return Ok(());
-                }
-                state.seen(&report.worker.node);
-                let UnitReport {
-                    worker,
-                    unit,
-                    shard,
-                    results,
-                    evaluations,
-                    busy_ms,
-                    ..
-                } = report;
-                let ledger = state.ledger.as_mut().expect("checked");
-                let completion = match results {
-                    Ok(results) => ledger.report(Some(unit), &shard, results),
-                    Err(failure) => {
-                        tracing::warn!(%unit, %worker, error = %failure, "unit failed");
-                        ledger.fail_unit(unit, &failure)
-                    }
-                };
-                let journal = ledger.take_journal();
-                if let Some(writer) = &state.writer
-                    && !journal.is_empty()
-                {
-                    let _ = writer.cast(LedgerWriterMsg::Append(journal));
-                }
-                let (recorded, failed) = (ledger.recorded(), ledger.failed());
-                let new = match completion {
-                    Completion::Accepted { new, .. } => new,
-                    Completion::Duplicate => 0,
-                };
-                state.computed += new;
-                let node = state.node(&worker.node);
-                node.stats.units += 1;
-                node.stats.cells += new as u64;
-                node.stats.evaluations += evaluations;
-                node.stats.busy += Duration::from_millis(busy_ms);
-                if worker.slot.starts_with("gpu") {
-                    let slot = state.gpu_slots.entry(worker.to_string()).or_default();
-                    slot.units += 1;
-                    slot.cells += new as u64;
-                    slot.evaluations += evaluations;
-                    slot.busy += Duration::from_millis(busy_ms);
-                }
-                state.progress.set(recorded, failed);
+                state.on_report(report);
                 Self::finish_if_done(&myself, state).await;
             }
             SupervisorMsg::Release(Wire(worker)) => {
-                let ledger = state.ledger.as_mut().expect("checked");
-                let n = ledger.release_worker(&worker).len();
-                state.node(&worker.node).stats.requeued += n as u64;
+                let n = state
+                    .ledger
+                    .as_mut()
+                    .map_or(0, |l| l.release_worker(&worker).len());
+                state.fleet.requeued(&worker.node, n, Instant::now());
                 state.progress.requeued(n);
             }
             SupervisorMsg::ReleaseNode(node) => {
                 state.lose(&node, "handed its work back");
             }
             SupervisorMsg::NodeDown(node) => {
-                if state.nodes.get(&node).is_some_and(|n| n.alive) {
+                if state.fleet.is_alive(&node) {
                     state.lose(&node, "disconnected");
                 }
             }
             SupervisorMsg::Alive(agent, Wire(status)) => {
                 state.agents.insert(agent, status.node.clone());
                 state.seen(&status.node);
-                let n = state.node(&status.node);
-                n.draining = status.draining;
-                let newly_throttled = status
-                    .telemetry
-                    .iter()
-                    .any(|t| t.contains("THROTTLED") && !n.telemetry.contains(t));
-                n.telemetry = status.telemetry;
-                if newly_throttled {
-                    tracing::warn!(node = %status.node, telemetry = ?n.telemetry,
+                let telemetry = status.telemetry.clone();
+                if state.fleet.status(
+                    &status.node,
+                    status.draining,
+                    status.telemetry,
+                    Instant::now(),
+                ) {
+                    tracing::warn!(node = %status.node, telemetry = ?telemetry,
                         "a GPU reports thermal or power throttling");
                 }
             }
             SupervisorMsg::Tick => {
                 Self::ping_agents(&myself, state.timing.heartbeat);
-                let timeout = state.timing.node_timeout;
-                let silent: Vec<String> = state
-                    .nodes
-                    .iter()
-                    .filter(|(_, n)| n.alive && n.last_seen.elapsed() > timeout)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for name in silent {
-                    state.lose(&name, "silent past the heartbeat deadline");
-                }
-                if state.last_progress.elapsed() >= state.timing.progress_every {
-                    state.last_progress = Instant::now();
-                    state.flag_slow_nodes();
-                    state.log_progress();
-                }
+                state.on_tick();
             }
         }
         Ok(())

@@ -17,7 +17,7 @@ use crate::actors::messages::{
 use crate::actors::wire::Wire;
 use crate::execute::{NodeSetup, Plan, RunOptions, execute, plan};
 use crate::storage::Location;
-use crate::sweep::Sweep;
+use crate::sweep::{Sweep, SweepId};
 
 /// Arguments of the [`Coordinator`].
 pub struct CoordinatorArgs {
@@ -34,9 +34,9 @@ pub struct CoordinatorArgs {
 /// State of the [`Coordinator`].
 pub struct CoordinatorState {
     args: CoordinatorArgs,
-    queue: VecDeque<(String, Plan, SweepRequest)>,
-    running: Option<String>,
-    states: HashMap<String, SweepState>,
+    queue: VecDeque<(SweepId, Plan, SweepRequest)>,
+    running: Option<SweepId>,
+    states: HashMap<SweepId, SweepState>,
 }
 
 /// The coordinator actor.
@@ -92,7 +92,15 @@ impl Coordinator {
         let me = myself.clone();
         tracing::info!(sweep = %id, strategy = %request.strategy, "running a submitted sweep");
         tokio::spawn(async move {
-            let ended = match execute(planned, &opts, setup).await {
+            // Run in a task of its own, so that a panic ends this sweep as failed instead of
+            // leaving the queue waiting for it.
+            let run = tokio::spawn(async move { execute(planned, &opts, setup).await });
+            let ended = match run.await.unwrap_or_else(|panic| {
+                Err(crate::Error::actors(
+                    "running the sweep",
+                    format!("it panicked: {panic}"),
+                ))
+            }) {
                 Ok(results) => SweepState::Done {
                     cells: results.cells().len(),
                     failed: results.failures().count(),
@@ -106,7 +114,7 @@ impl Coordinator {
                     error: e.to_string(),
                 },
             };
-            let _ = me.cast(CoordinatorMsg::Finished(id, Wire(ended)));
+            let _ = me.cast(CoordinatorMsg::Finished(Wire(id), Wire(ended)));
         });
     }
 }
@@ -171,9 +179,9 @@ impl Actor for Coordinator {
                 let _ = reply.send(Wire(answer));
                 Self::start_next(&myself, state);
             }
-            CoordinatorMsg::Status(id, reply) => {
+            CoordinatorMsg::Status(Wire(id), reply) => {
                 let mut current = state.states.get(&id).cloned();
-                if state.running.as_deref() == Some(id.as_str()) {
+                if state.running.as_ref() == Some(&id) {
                     let supervisor = ractor::pg::get_scoped_local_members(
                         &SCOPE.to_owned(),
                         &SUPERVISORS.to_owned(),
@@ -195,7 +203,7 @@ impl Actor for Coordinator {
                 }
                 let _ = reply.send(Wire(current));
             }
-            CoordinatorMsg::Finished(id, Wire(ended)) => {
+            CoordinatorMsg::Finished(Wire(id), Wire(ended)) => {
                 tracing::info!(sweep = %id, state = ?std::mem::discriminant(&ended), "submitted sweep ended");
                 state.states.insert(id, ended);
                 state.running = None;

@@ -6,13 +6,13 @@ use ractor::ActorRef;
 use super::config::ClusterConfig;
 use super::node;
 use super::sessions::{SessionChange, Sessions};
-use super::transport::{self, Tls};
 use crate::actors::SupervisorTiming;
 use crate::actors::messages::{SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::error::{Error, Result};
 use crate::execute::{NodeSetup, RunOptions, execute, plan};
 use crate::storage::Location;
 use crate::sweep::{Sweep, SweepResults};
+use crate::transport::{self, Tls};
 
 fn local_supervisors() -> Vec<ActorRef<SupervisorMsg>> {
     ractor::pg::get_scoped_local_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned())
@@ -24,7 +24,7 @@ fn local_supervisors() -> Vec<ActorRef<SupervisorMsg>> {
 /// Runs `sweep` as the head of a cluster.
 ///
 /// # Errors
-/// As [`crate::run_sweep`], plus [`Error::Runtime`] if the node cannot listen.
+/// As [`crate::run_sweep`], plus [`Error::Transport`] if the node cannot listen.
 pub async fn run_head(
     sweep: &Sweep,
     opts: &RunOptions,
@@ -49,18 +49,12 @@ pub async fn run_head(
 
 /// Starts the node server, listens, and forwards session drops to the local supervisors.
 async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle<()>> {
-    let runtime = |e: String| Error::Runtime(e);
-    let tls = config
-        .tls
-        .as_ref()
-        .map(Tls::load)
-        .transpose()
-        .map_err(|e| runtime(e.to_string()))?;
-    let node::Node { server, mut events } = node::start(config).await.map_err(runtime)?;
-    let listen = config.listen.as_deref().unwrap_or("0.0.0.0:7000");
-    let bound = transport::listen(server.clone(), listen, tls)
+    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
+    let node::Node { server, mut events } = node::start(config)
         .await
-        .map_err(|e| runtime(e.to_string()))?;
+        .map_err(|e| Error::actors("starting the node server", e))?;
+    let listen = config.listen.as_deref().unwrap_or("0.0.0.0:7000");
+    let bound = transport::listen(server.clone(), listen, tls).await?;
     tracing::info!(node = %config.node_name, listen = %bound, tls = config.tls.is_some(),
         "head listening");
     eprintln!("gridtest head listening on {bound}");
@@ -98,12 +92,12 @@ async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle
 /// runs them one after another on this cluster, persisting each under the results root.
 ///
 /// # Errors
-/// [`Error::Runtime`] if the node cannot listen.
+/// [`Error::Transport`] if the node cannot listen.
 pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
     let events = start_network(config).await?;
     let results = match &opts.results {
         Some(root) => root.clone(),
-        None => Location::parse("results").map_err(|e| Error::Runtime(e.to_string()))?,
+        None => Location::parse("results")?,
     };
     let (coordinator, task) = ractor::Actor::spawn(
         None,
@@ -120,10 +114,13 @@ pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
         },
     )
     .await
-    .map_err(|e| Error::Runtime(e.to_string()))?;
+    .map_err(|e| Error::actors("starting the coordinator", e))?;
     eprintln!("gridtest head serving submissions");
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| Error::Runtime(e.to_string()))?;
+        .map_err(|source| Error::Signal {
+        signal: "SIGTERM",
+        source,
+    })?;
     tokio::select! {
         _ = terminate.recv() => {}
         _ = tokio::signal::ctrl_c() => {}

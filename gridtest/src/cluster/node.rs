@@ -86,7 +86,7 @@ impl std::fmt::Debug for Node {
 
 /// A TLS acceptor that refuses every handshake (no certificate to present). ractor_cluster's
 /// `NodeServer` always opens a listener of its own; connections reach the node only through
-/// [`super::transport`] (TLS, socket tuning, authentication deadline), so that listener is made
+/// [`crate::transport`] (TLS, socket tuning, authentication deadline), so that listener is made
 /// a dead end: a connection to it never reaches a session, cookie or not.
 fn refuse_every_connection() -> IncomingEncryptionMode {
     #[derive(Debug)]
@@ -106,7 +106,7 @@ fn refuse_every_connection() -> IncomingEncryptionMode {
 }
 
 /// Starts the node server (its own listener, bound to an unused loopback port, refuses every
-/// connection: they come from [`super::transport`]) and subscribes to its events.
+/// connection: they come from [`crate::transport`]) and subscribes to its events.
 ///
 /// # Errors
 /// A message if the actor cannot start.

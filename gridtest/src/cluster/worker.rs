@@ -9,11 +9,11 @@ use tokio::sync::mpsc;
 
 use super::config::ClusterConfig;
 use super::node::{self, NodeEvent};
-use super::transport::{self, Tls};
 use crate::actors::messages::{NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::actors::{NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs};
 use crate::error::{Error, Result};
 use crate::execute::RunOptions;
+use crate::transport::{self, Tls, TransportError};
 
 /// How long a dialled session may take to authenticate.
 const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -100,20 +100,15 @@ async fn stay_joined(
 /// it cannot join the cluster.
 ///
 /// # Errors
-/// [`Error::Runtime`] if the node cannot start or never joins.
+/// [`Error::Transport`] if the node cannot listen or never joins, [`Error::Actors`] if its
+/// actors cannot start.
 pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
-    let runtime = |e: String| Error::Runtime(e);
-    let tls = config
-        .tls
-        .as_ref()
-        .map(Tls::load)
-        .transpose()
-        .map_err(|e| runtime(e.to_string()))?;
-    let node::Node { server, events } = node::start(config).await.map_err(runtime)?;
+    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
+    let node::Node { server, events } = node::start(config)
+        .await
+        .map_err(|e| Error::actors("starting the node server", e))?;
     if let Some(listen) = &config.listen {
-        let bound = transport::listen(server.clone(), listen, tls.clone())
-            .await
-            .map_err(|e| runtime(e.to_string()))?;
+        let bound = transport::listen(server.clone(), listen, tls.clone()).await?;
         tracing::info!(listen = %bound, "worker listening");
     }
     let (loader, loader_task) = Actor::spawn(
@@ -124,7 +119,7 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
         },
     )
     .await
-    .map_err(|e| runtime(e.to_string()))?;
+    .map_err(|e| Error::actors("starting the shard loader", e))?;
     let (agent, agent_task) = Actor::spawn(
         None,
         NodeAgent,
@@ -142,16 +137,19 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
         },
     )
     .await
-    .map_err(|e| runtime(e.to_string()))?;
+    .map_err(|e| Error::actors("starting the node agent", e))?;
     let mut joined = tokio::spawn(stay_joined(server.clone(), events, config.clone(), tls));
     let mut agent_task = agent_task;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| runtime(e.to_string()))?;
+        .map_err(|source| Error::Signal {
+        signal: "SIGTERM",
+        source,
+    })?;
     let outcome = tokio::select! {
         _ = terminate.recv() => Ok(true),
         _ = tokio::signal::ctrl_c() => Ok(true),
         r = &mut joined => match r {
-            Ok(Err(e)) => Err(runtime(e)),
+            Ok(Err(e)) => Err(Error::Transport(TransportError::Join(e))),
             _ => Ok(false),
         },
         _ = &mut agent_task => Ok(false),

@@ -29,7 +29,7 @@ pub struct Plan {
 impl Plan {
     /// The sweep id (hash of the spec).
     #[must_use]
-    pub fn sweep_id(&self) -> String {
+    pub fn sweep_id(&self) -> crate::sweep::SweepId {
         self.spec.id()
     }
 }

@@ -7,11 +7,12 @@
 //! [`Grid::len`] counts them exactly before anything runs.
 
 use std::collections::BTreeSet;
-use std::fmt;
-use std::sync::Arc;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use super::constraint::{Constraint, Operand};
+use super::expand::{Compiled, GridIter, GridSlice};
 use super::{ParamField, ParamKind, ParamSet, ParamValue};
 
 /// One axis: a parameter name and the values it takes, in order.
@@ -21,148 +22,6 @@ pub struct Axis {
     pub name: String,
     /// Values, in the order they are swept.
     pub values: Vec<ParamValue>,
-}
-
-/// Comparison operator of a [`Constraint`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CmpOp {
-    /// `<`
-    Lt,
-    /// `<=`
-    Le,
-    /// `>`
-    Gt,
-    /// `>=`
-    Ge,
-    /// `==`
-    Eq,
-    /// `!=`
-    Ne,
-}
-
-impl CmpOp {
-    fn symbol(self) -> &'static str {
-        match self {
-            Self::Lt => "<",
-            Self::Le => "<=",
-            Self::Gt => ">",
-            Self::Ge => ">=",
-            Self::Eq => "==",
-            Self::Ne => "!=",
-        }
-    }
-
-    fn holds(self, ord: std::cmp::Ordering) -> bool {
-        use std::cmp::Ordering::{Equal, Greater, Less};
-        match self {
-            Self::Lt => ord == Less,
-            Self::Le => ord != Greater,
-            Self::Gt => ord == Greater,
-            Self::Ge => ord != Less,
-            Self::Eq => ord == Equal,
-            Self::Ne => ord != Equal,
-        }
-    }
-}
-
-/// The right-hand side of a [`Constraint`]: another axis or a constant.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Operand {
-    /// The value of another axis.
-    Axis(String),
-    /// A constant.
-    Value(ParamValue),
-}
-
-/// A comparison that every expanded parameter set must satisfy, e.g. `fast < slow`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Constraint {
-    /// Left axis.
-    pub left: String,
-    /// Operator.
-    pub op: CmpOp,
-    /// Right axis or constant.
-    pub right: Operand,
-}
-
-impl Constraint {
-    /// Parses `left OP right`, where `OP` is one of `< <= > >= == !=`, `left` is an axis name and
-    /// `right` an axis name, an integer, a float, `true`/`false` or a quoted string.
-    ///
-    /// ```
-    /// use gridtest::{Constraint, CmpOp, Operand};
-    /// let c = Constraint::parse("fast < slow").unwrap();
-    /// assert_eq!((c.left.as_str(), c.op), ("fast", CmpOp::Lt));
-    /// assert_eq!(c.right, Operand::Axis("slow".into()));
-    /// ```
-    ///
-    /// # Errors
-    /// A message saying what is wrong with the expression.
-    pub fn parse(expr: &str) -> Result<Self, String> {
-        const OPS: [(&str, CmpOp); 6] = [
-            ("<=", CmpOp::Le),
-            (">=", CmpOp::Ge),
-            ("==", CmpOp::Eq),
-            ("!=", CmpOp::Ne),
-            ("<", CmpOp::Lt),
-            (">", CmpOp::Gt),
-        ];
-        let (at, sym, op) = OPS
-            .iter()
-            .filter_map(|(sym, op)| expr.find(sym).map(|at| (at, *sym, *op)))
-            .min_by_key(|(at, sym, _)| (*at, std::cmp::Reverse(sym.len())))
-            .ok_or_else(|| "expected `left OP right` with OP one of < <= > >= == !=".to_owned())?;
-        let left = expr[..at].trim();
-        let right = expr[at + sym.len()..].trim();
-        if !is_identifier(left) {
-            return Err(format!("`{left}` is not an axis name"));
-        }
-        if right.is_empty() {
-            return Err("nothing on the right of the operator".to_owned());
-        }
-        let right = if let Ok(i) = right.parse::<i64>() {
-            Operand::Value(ParamValue::Int(i))
-        } else if let Ok(x) = right.parse::<f64>() {
-            Operand::Value(ParamValue::Float(x))
-        } else if right == "true" || right == "false" {
-            Operand::Value(ParamValue::Bool(right == "true"))
-        } else if let Some(s) = unquote(right) {
-            Operand::Value(ParamValue::Choice(s.to_owned()))
-        } else if is_identifier(right) {
-            Operand::Axis(right.to_owned())
-        } else {
-            return Err(format!("`{right}` is neither an axis name nor a constant"));
-        };
-        Ok(Self {
-            left: left.to_owned(),
-            op,
-            right,
-        })
-    }
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-fn unquote(s: &str) -> Option<&str> {
-    ['"', '\'']
-        .iter()
-        .find_map(|q| s.strip_prefix(*q).and_then(|r| r.strip_suffix(*q)))
-}
-
-impl fmt::Display for Constraint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} ", self.left, self.op.symbol())?;
-        match &self.right {
-            Operand::Axis(a) => f.write_str(a),
-            Operand::Value(ParamValue::Choice(s)) => write!(f, "{s:?}"),
-            Operand::Value(v) => write!(f, "{v}"),
-        }
-    }
 }
 
 /// A parameter grid: axes and constraints.
@@ -326,23 +185,7 @@ impl Grid {
     /// parameter set.
     #[must_use]
     pub fn len(&self) -> usize {
-        match Compiled::new(self) {
-            Ok(c) if c.constraints.is_empty() => self.product_len(),
-            Ok(c) => {
-                let mut n = 0usize;
-                let mut idx = vec![0usize; self.axes.len()];
-                if self.product_len() > 0 {
-                    loop {
-                        n += usize::from(c.accepts(&idx));
-                        if !c.advance(&mut idx) {
-                            break;
-                        }
-                    }
-                }
-                n
-            }
-            Err(_) => 0,
-        }
+        usize::try_from(self.count_in(0..self.product_len() as u64)).unwrap_or(usize::MAX)
     }
 
     /// Whether the grid expands to nothing.
@@ -356,13 +199,41 @@ impl Grid {
     /// A grid whose constraints name unknown axes expands to nothing; [`Grid::check`] says why.
     #[must_use]
     pub fn iter(&self) -> GridIter {
-        let compiled = Compiled::new(self).ok();
-        let done = compiled.is_none() || self.product_len() == 0;
-        GridIter {
-            compiled: compiled.map(Arc::new),
-            idx: vec![0; self.axes.len()],
-            done,
-        }
+        GridIter::new(self.slice(0..self.product_len() as u64))
+    }
+
+    /// The parameter sets at `positions` of the cartesian product (0 is the first
+    /// combination, [`Grid::product_len`] is past the last), constraints applied, each with its
+    /// position. A position names the same set on every node, so work can be cut into ranges
+    /// of positions without expanding the grid.
+    ///
+    /// ```
+    /// use gridtest::Grid;
+    /// let grid = Grid::new().axis("a", [1, 2, 3]).axis("b", [10, 20]).constrain("b > 10");
+    /// let sets: Vec<String> = grid.slice(1..5).map(|(p, s)| format!("{p}:{s}")).collect();
+    /// assert_eq!(sets, ["1:a=1 b=20", "3:a=2 b=20"]);
+    /// ```
+    #[must_use]
+    pub fn slice(&self, positions: Range<u64>) -> GridSlice {
+        GridSlice::new(
+            Compiled::new(self).ok(),
+            positions,
+            self.product_len() as u64,
+        )
+    }
+
+    /// The parameter set at `position` of the cartesian product, if the constraints accept it.
+    #[must_use]
+    pub fn set_at(&self, position: u64) -> Option<ParamSet> {
+        self.slice(position..position.saturating_add(1))
+            .next()
+            .map(|(_, set)| set)
+    }
+
+    /// How many positions in `positions` the constraints accept (without building any set).
+    #[must_use]
+    pub fn count_in(&self, positions: Range<u64>) -> u64 {
+        self.slice(positions).count_accepted()
     }
 
     /// Checks the grid against a strategy's parameter fields and reports every problem at once:
@@ -446,121 +317,5 @@ impl Grid {
         } else {
             Err(GridError(problems))
         }
-    }
-}
-
-/// A constraint with its axes resolved to positions.
-#[derive(Debug)]
-struct CompiledConstraint {
-    left: usize,
-    op: CmpOp,
-    right: Rhs,
-}
-
-#[derive(Debug)]
-enum Rhs {
-    Axis(usize),
-    Value(ParamValue),
-}
-
-#[derive(Debug)]
-struct Compiled {
-    names: Vec<Arc<str>>,
-    values: Vec<Vec<ParamValue>>,
-    constraints: Vec<CompiledConstraint>,
-}
-
-impl Compiled {
-    fn new(grid: &Grid) -> Result<Self, ()> {
-        let pos = |name: &str| grid.axes.iter().position(|a| a.name == name).ok_or(());
-        let constraints = grid
-            .constraints
-            .iter()
-            .map(|c| {
-                Ok(CompiledConstraint {
-                    left: pos(&c.left)?,
-                    op: c.op,
-                    right: match &c.right {
-                        Operand::Axis(a) => Rhs::Axis(pos(a)?),
-                        Operand::Value(v) => Rhs::Value(v.clone()),
-                    },
-                })
-            })
-            .collect::<Result<_, ()>>()?;
-        Ok(Self {
-            names: grid
-                .axes
-                .iter()
-                .map(|a| Arc::from(a.name.as_str()))
-                .collect(),
-            values: grid.axes.iter().map(|a| a.values.clone()).collect(),
-            constraints,
-        })
-    }
-
-    fn accepts(&self, idx: &[usize]) -> bool {
-        self.constraints.iter().all(|c| {
-            let left = &self.values[c.left][idx[c.left]];
-            let right = match &c.right {
-                Rhs::Axis(a) => &self.values[*a][idx[*a]],
-                Rhs::Value(v) => v,
-            };
-            compare(left, right).is_some_and(|ord| c.op.holds(ord))
-        })
-    }
-
-    /// Advances the mixed-radix counter; false when it wraps around.
-    fn advance(&self, idx: &mut [usize]) -> bool {
-        for axis in (0..idx.len()).rev() {
-            idx[axis] += 1;
-            if idx[axis] < self.values[axis].len() {
-                return true;
-            }
-            idx[axis] = 0;
-        }
-        false
-    }
-}
-
-/// Orders two values: numbers numerically (ints and floats together), strings and bools among
-/// themselves; `None` for incomparable kinds (the constraint then rejects the combination).
-fn compare(a: &ParamValue, b: &ParamValue) -> Option<std::cmp::Ordering> {
-    match (a, b) {
-        (ParamValue::Int(x), ParamValue::Int(y)) => Some(x.cmp(y)),
-        (ParamValue::Choice(x), ParamValue::Choice(y)) => Some(x.cmp(y)),
-        (ParamValue::Bool(x), ParamValue::Bool(y)) => Some(x.cmp(y)),
-        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
-    }
-}
-
-/// Lazy expansion of a [`Grid`], see [`Grid::iter`].
-#[derive(Debug)]
-pub struct GridIter {
-    compiled: Option<Arc<Compiled>>,
-    idx: Vec<usize>,
-    done: bool,
-}
-
-impl Iterator for GridIter {
-    type Item = ParamSet;
-
-    fn next(&mut self) -> Option<ParamSet> {
-        let c = self.compiled.as_ref()?;
-        while !self.done {
-            let accepted = c.accepts(&self.idx);
-            let set = accepted.then(|| {
-                ParamSet::new(
-                    self.idx
-                        .iter()
-                        .enumerate()
-                        .map(|(a, &i)| (Arc::clone(&c.names[a]), c.values[a][i].clone())),
-                )
-            });
-            self.done = !c.advance(&mut self.idx);
-            if set.is_some() {
-                return set;
-            }
-        }
-        None
     }
 }

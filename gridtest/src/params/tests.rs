@@ -213,3 +213,59 @@ proptest! {
         prop_assert_eq!(g.iter().count(), brute);
     }
 }
+
+/// A grid of three axes with a cross-axis and a value constraint.
+fn sliced_grid() -> Grid {
+    Grid::new()
+        .axis("a", [1, 2, 3, 4])
+        .axis("b", [1, 2, 3])
+        .axis("m", ["x", "y"])
+        .constrain("a > b")
+        .constrain("m != \"y\"")
+}
+
+#[test]
+fn positions_decode_the_product_with_the_last_axis_fastest() {
+    let grid = sliced_grid();
+    assert_eq!(grid.product_len(), 24);
+    // Position 17 = a[2], b[2], m[1]: (17 / 6, 17 / 2 % 3, 17 % 2).
+    let unconstrained = Grid::new()
+        .axis("a", [1, 2, 3, 4])
+        .axis("b", [1, 2, 3])
+        .axis("m", ["x", "y"]);
+    assert_eq!(unconstrained.set_at(17).unwrap().to_string(), "a=3 b=3 m=y");
+    assert_eq!(grid.set_at(17), None, "rejected by both constraints");
+    assert_eq!(grid.set_at(20).unwrap().to_string(), "a=4 b=2 m=x");
+    assert_eq!(grid.set_at(24), None, "past the end");
+}
+
+#[test]
+fn slices_of_any_cut_concatenate_to_the_whole_grid() {
+    let grid = sliced_grid();
+    let whole: Vec<ParamSet> = grid.iter().collect();
+    assert_eq!(whole.len(), 6, "a > b and m = x: 1+2+3 sets");
+    assert_eq!(grid.len(), 6);
+    for cut in 1..=25u64 {
+        let mut joined = Vec::new();
+        let mut start = 0;
+        while start < 24 {
+            let end = (start + cut).min(24);
+            let part: Vec<(u64, ParamSet)> = grid.slice(start..end).collect();
+            assert_eq!(grid.count_in(start..end), part.len() as u64);
+            for (position, set) in part {
+                assert!((start..end).contains(&position));
+                assert_eq!(grid.set_at(position).as_ref(), Some(&set));
+                joined.push(set);
+            }
+            start = end;
+        }
+        assert_eq!(joined, whole, "cut every {cut} positions");
+    }
+    assert_eq!(
+        grid.slice(30..40).count(),
+        0,
+        "a range past the end is empty"
+    );
+    let (from, to) = (5, 3);
+    assert_eq!(grid.slice(from..to).count(), 0, "a reversed range is empty");
+}

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::PersistError;
 use crate::storage::Location;
-use crate::sweep::{CellKey, CellOutcome};
+use crate::sweep::{CellKey, CellOutcome, SweepId};
 
 /// One line of the log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +35,7 @@ pub struct LedgerLog {
     seq: u32,
     buffer: Vec<u8>,
     pending: usize,
+    written: usize,
 }
 
 impl std::fmt::Debug for LedgerLog {
@@ -54,11 +55,11 @@ impl LedgerLog {
     /// [`PersistError`] if the store fails or a segment is corrupt.
     pub async fn open(
         root: &Location,
-        sweep_id: &str,
+        sweep_id: &SweepId,
         spec_json: &[u8],
     ) -> Result<(Self, BTreeMap<CellKey, CellOutcome>), PersistError> {
         let (store, root_path) = root.store()?;
-        let sweep_dir = root_path.clone().join("sweeps").join(sweep_id);
+        let sweep_dir = root_path.clone().join("sweeps").join(sweep_id.as_str());
         let spec = sweep_dir.clone().join("spec.json");
         store
             .put(&spec, PutPayload::from(spec_json.to_vec()))
@@ -83,6 +84,7 @@ impl LedgerLog {
                 seq: 0,
                 buffer: Vec::new(),
                 pending: 0,
+                written: 0,
             },
             done,
         ))
@@ -94,10 +96,13 @@ impl LedgerLog {
     /// [`PersistError`] if the store fails or a segment is corrupt.
     pub async fn read(
         root: &Location,
-        sweep_id: &str,
+        sweep_id: &SweepId,
     ) -> Result<BTreeMap<CellKey, CellOutcome>, PersistError> {
         let (store, root_path) = root.store()?;
-        let dir = root_path.join("sweeps").join(sweep_id).join("ledger");
+        let dir = root_path
+            .join("sweeps")
+            .join(sweep_id.as_str())
+            .join("ledger");
         read_segments(&*store, root, &dir).await
     }
 
@@ -116,6 +121,12 @@ impl LedgerLog {
     #[must_use]
     pub fn pending(&self) -> usize {
         self.pending
+    }
+
+    /// Records this log has written (in this run).
+    #[must_use]
+    pub fn written(&self) -> usize {
+        self.written
     }
 
     /// Writes the buffered records as a new segment.
@@ -139,6 +150,7 @@ impl LedgerLog {
             })?;
         self.seq += 1;
         self.buffer.clear();
+        self.written += self.pending;
         self.pending = 0;
         Ok(())
     }

@@ -2,7 +2,7 @@
 
 use object_store::{ObjectStoreExt, PutPayload};
 
-use crate::error::{Error, Result};
+use super::PersistError;
 use crate::storage::Location;
 
 /// Checks that `root` accepts writes: puts a small probe object under it and deletes it again.
@@ -10,11 +10,11 @@ use crate::storage::Location;
 /// seconds, not after the sweep.
 ///
 /// # Errors
-/// [`Error::Output`] naming the root and the store's reason.
-pub async fn probe_root(root: &Location) -> Result<()> {
-    let unwritable = |reason: String| Error::Output {
-        path: root.to_string(),
-        reason: format!("the results root does not accept writes: {reason}"),
+/// [`PersistError::Unwritable`] naming the root and the store's reason.
+pub async fn probe_root(root: &Location) -> Result<(), PersistError> {
+    let unwritable = |reason: String| PersistError::Unwritable {
+        root: root.to_string(),
+        reason,
     };
     if root.url().scheme() == "file"
         && let Ok(dir) = root.url().to_file_path()

@@ -7,6 +7,7 @@ use crate::data::{IgnoredObject, ListedFile, Shard};
 use crate::engine::{EXEC_MODEL_VERSION, ExecModel};
 use crate::params::Grid;
 use crate::strategy::DataKind;
+use crate::sweep::SweepId;
 
 /// Everything that determines a sweep's results.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -79,7 +80,7 @@ impl SweepSpec {
 
     /// The sweep id: see [`sweep_id`].
     #[must_use]
-    pub fn id(&self) -> String {
+    pub fn id(&self) -> SweepId {
         sweep_id(self)
     }
 }
@@ -87,7 +88,7 @@ impl SweepSpec {
 /// The first 8 bytes of SHA-256 over the spec's JSON (without the ignored objects), as 16 hex
 /// digits. The same sweep submitted twice gets the same id.
 #[must_use]
-pub fn sweep_id(spec: &SweepSpec) -> String {
+pub fn sweep_id(spec: &SweepSpec) -> SweepId {
     let json = if spec.ignored.is_empty() {
         serde_json::to_vec(spec)
     } else {
@@ -98,5 +99,5 @@ pub fn sweep_id(spec: &SweepSpec) -> String {
     }
     .expect("specs serialise");
     let digest = Sha256::digest(&json);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    SweepId::from_digest(&digest)
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::PersistError;
 use crate::storage::Location;
+use crate::sweep::SweepId;
 
 /// A lease not renewed for this long is free.
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -98,11 +99,14 @@ impl SweepLock {
     /// [`PersistError::Store`] when the store fails.
     pub async fn acquire(
         root: &Location,
-        sweep_id: &str,
+        sweep_id: &SweepId,
         node: &str,
     ) -> Result<Option<Self>, PersistError> {
         let (store, root_path) = root.store()?;
-        let path = root_path.join("sweeps").join(sweep_id).join("lock");
+        let path = root_path
+            .join("sweeps")
+            .join(sweep_id.as_str())
+            .join("lock");
         let url = root.object_url(&path);
         let store_error = |source| PersistError::Store {
             url: url.clone(),

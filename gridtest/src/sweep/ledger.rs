@@ -44,6 +44,12 @@ impl WorkerId {
             slot: slot.into(),
         }
     }
+
+    /// Whether the slot is a GPU scorer (`gpuD-K`).
+    #[must_use]
+    pub fn is_gpu(&self) -> bool {
+        self.slot.starts_with("gpu")
+    }
 }
 
 impl std::fmt::Display for WorkerId {

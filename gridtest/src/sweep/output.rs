@@ -15,15 +15,14 @@ use datafusion::parquet::file::properties::WriterProperties;
 
 use object_store::{ObjectStoreExt, PutPayload};
 
-use super::SweepResults;
 use super::leaderboard::Leaderboard;
-use crate::error::{Error, Result};
+use super::{SweepError, SweepResults};
 use crate::metrics::{METRIC_COLUMNS, MetricValue};
 use crate::params::{ParamKind, ParamValue};
 use crate::storage::Location;
 
-fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Output {
+fn output_error(path: &Path, e: impl std::fmt::Display) -> SweepError {
+    SweepError::Output {
         path: path.display().to_string(),
         reason: e.to_string(),
     }
@@ -33,12 +32,12 @@ fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
 /// `results.parquet` and `leaderboard.csv`.
 ///
 /// # Errors
-/// [`Error::Output`] if a file cannot be rendered (a bug).
+/// [`SweepError::Output`] if a file cannot be rendered (a bug).
 pub fn render(
     results: &SweepResults,
     leaderboard: &Leaderboard,
-) -> Result<Vec<(&'static str, Vec<u8>)>> {
-    let render_error = |name: &str, e: &dyn std::fmt::Display| Error::Output {
+) -> Result<Vec<(&'static str, Vec<u8>)>, SweepError> {
+    let render_error = |name: &str, e: &dyn std::fmt::Display| SweepError::Output {
         path: name.to_owned(),
         reason: e.to_string(),
     };
@@ -72,9 +71,9 @@ pub fn render(
 /// probe file. Called before a sweep computes anything.
 ///
 /// # Errors
-/// [`Error::Output`] naming the folder: it is a file, lies under a file, or is not writable.
-pub fn prepare_dir(dir: &Path) -> Result<()> {
-    let unusable = |reason: String| Error::Output {
+/// [`SweepError::Output`] naming the folder: it is a file, lies under a file, or is not writable.
+pub fn prepare_dir(dir: &Path) -> Result<(), SweepError> {
+    let unusable = |reason: String| SweepError::Output {
         path: dir.display().to_string(),
         reason: format!("cannot be the output folder: {reason}"),
     };
@@ -102,8 +101,12 @@ fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// failing write leaves the previous files untouched and no temporary file behind.
 ///
 /// # Errors
-/// [`Error::Output`] naming the file that could not be written.
-pub fn write_all(results: &SweepResults, leaderboard: &Leaderboard, dir: &Path) -> Result<()> {
+/// [`SweepError::Output`] naming the file that could not be written.
+pub fn write_all(
+    results: &SweepResults,
+    leaderboard: &Leaderboard,
+    dir: &Path,
+) -> Result<(), SweepError> {
     std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
     let discard = |staged: &[(PathBuf, PathBuf)]| {
@@ -132,13 +135,13 @@ pub fn write_all(results: &SweepResults, leaderboard: &Leaderboard, dir: &Path) 
 /// Writes the same files under `location` (a results root's `sweeps/<id>/`, local or S3).
 ///
 /// # Errors
-/// [`Error::Output`] naming the object that could not be written.
+/// [`SweepError::Output`] naming the object that could not be written.
 pub async fn write_to_store(
     results: &SweepResults,
     leaderboard: &Leaderboard,
     location: &Location,
-) -> Result<()> {
-    let (store, dir) = location.store().map_err(|e| Error::Output {
+) -> Result<(), SweepError> {
+    let (store, dir) = location.store().map_err(|e| SweepError::Output {
         path: location.to_string(),
         reason: e.to_string(),
     })?;
@@ -147,7 +150,7 @@ pub async fn write_to_store(
         store
             .put(&path, PutPayload::from(bytes))
             .await
-            .map_err(|e| Error::Output {
+            .map_err(|e| SweepError::Output {
                 path: location.object_url(&path),
                 reason: e.to_string(),
             })?;
@@ -276,7 +279,7 @@ impl ParamColumn {
 /// An Arrow error if the columns do not line up (a bug).
 pub fn to_record_batch(
     results: &SweepResults,
-) -> std::result::Result<RecordBatch, datafusion::arrow::error::ArrowError> {
+) -> Result<RecordBatch, datafusion::arrow::error::ArrowError> {
     let mut params: Vec<ParamColumn> = results
         .axes()
         .iter()

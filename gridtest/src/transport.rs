@@ -5,6 +5,7 @@
 //! cookie authentication and the session.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +17,6 @@ use socket2::{SockRef, TcpKeepalive};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use super::config::TlsFiles;
-
 /// Keepalive probes start after this idle time.
 const KEEPALIVE_IDLE: Duration = Duration::from_secs(2);
 /// Unacknowledged data is given up after this long.
@@ -26,6 +25,19 @@ const USER_TIMEOUT: Duration = Duration::from_secs(10);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// An accepted connection that has not authenticated (cookie challenge) within this is closed.
 pub const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// TLS material.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// Certificate chain.
+    pub cert: PathBuf,
+    /// Private key.
+    pub key: PathBuf,
+    /// CA bundle.
+    pub ca: PathBuf,
+    /// Expected server name.
+    pub server_name: String,
+}
 
 /// Errors of the transport.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +60,9 @@ pub enum TransportError {
     /// The node server is gone.
     #[error("the node server is not running")]
     NodeServer,
+    /// This node never joined the cluster within its join timeout.
+    #[error("could not join the cluster: {0}")]
+    Join(String),
 }
 
 fn tune(stream: &TcpStream) {

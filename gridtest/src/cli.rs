@@ -1,0 +1,6 @@
+//! The command line's types that more than one command shares: cluster flags and their
+//! resolution. Binary-facing: nothing below this layer uses clap.
+
+mod cluster_args;
+
+pub use cluster_args::{ClusterArgs, RoleChoice};

@@ -1,0 +1,435 @@
+//! Cluster flags: the same names for every sweep binary, as flags or `GRIDTEST_*` variables,
+//! resolved (with the environment: `POD_NAME`, the hostname, a cookie file) into a
+//! [`ClusterConfig`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cluster::{ClusterConfig, Role};
+use crate::transport::TlsFiles;
+
+/// The role asked for on the command line (`--role`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoleChoice {
+    /// Everything in this process, no network (the default).
+    Local,
+    /// The coordinator.
+    Head,
+    /// A worker.
+    Worker,
+    /// From the pod name: `<name>-0` is the head, `<name>-<n>` a worker of
+    /// `<name>-0.<service>:<port>`, any other name local. For StatefulSets (the manifests set it).
+    Auto,
+}
+
+/// Cluster flags (flattened into [`RunArgs`](crate::RunArgs)).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ClusterArgs {
+    /// Role: local (the default), head, worker, or auto: from the pod name ($POD_NAME, else the
+    /// hostname) `<name>-<n>`, the head when `n` is 0 and a worker of `<name>-0.<service>`
+    /// otherwise (StatefulSets; any other name runs locally). The role chosen, and why, is
+    /// logged.
+    #[arg(long, value_enum, env = "GRIDTEST_ROLE")]
+    pub role: Option<RoleChoice>,
+    /// Address to listen on (head default 0.0.0.0:7000; workers do not need to listen).
+    #[arg(long, env = "GRIDTEST_LISTEN")]
+    pub listen: Option<String>,
+    /// Head address(es) a worker dials, host:port, comma-separated (tried in turn).
+    #[arg(long, value_delimiter = ',', env = "GRIDTEST_SEEDS")]
+    pub seeds: Vec<String>,
+    /// Shared secret of the cluster (required for head and worker). Prefer GRIDTEST_COOKIE or
+    /// --cookie-file: a command line is readable by every local user (/proc/PID/cmdline).
+    #[arg(long, env = "GRIDTEST_COOKIE", hide_env_values = true)]
+    pub cookie: Option<String>,
+    /// File holding the cluster's shared secret (one line; a mounted Kubernetes Secret).
+    #[arg(long, env = "GRIDTEST_COOKIE_FILE", conflicts_with = "cookie")]
+    pub cookie_file: Option<PathBuf>,
+    /// This node's name, unique in the cluster and stable across restarts (default: $POD_NAME,
+    /// else with --role auto a StatefulSet hostname, else `<hostname>-<pid>`).
+    #[arg(long, env = "GRIDTEST_NODE_NAME")]
+    pub node_name: Option<String>,
+    /// Results root for persisted sweeps (path, file:// or s3://); the head default is
+    /// `results`.
+    #[arg(long, env = "GRIDTEST_RESULTS")]
+    pub results: Option<String>,
+    /// Headless service name for StatefulSet peer discovery.
+    #[arg(long, env = "GRIDTEST_SERVICE", default_value = "gridtest")]
+    pub service: String,
+    /// Cluster port for StatefulSet peer discovery.
+    #[arg(long, env = "GRIDTEST_PORT", default_value_t = 7000)]
+    pub port: u16,
+    /// Heartbeat period, ms.
+    #[arg(long, env = "GRIDTEST_HEARTBEAT_MS", default_value_t = 1000)]
+    pub heartbeat_ms: u64,
+    /// Silence after which a node loses its leases, ms.
+    #[arg(long, env = "GRIDTEST_NODE_TIMEOUT_MS", default_value_t = 5000)]
+    pub node_timeout_ms: u64,
+    /// On SIGTERM, how long a worker may finish its units before handing them back, s.
+    #[arg(long, env = "GRIDTEST_DRAIN_GRACE_S", default_value_t = 30)]
+    pub drain_grace_s: u64,
+    /// How long a worker tries to join before giving up, s.
+    #[arg(long, env = "GRIDTEST_JOIN_TIMEOUT_S", default_value_t = 120)]
+    pub join_timeout_s: u64,
+    /// Largest inbound cluster frame, MiB (set the same on every node).
+    #[arg(long, env = "GRIDTEST_MAX_FRAME_MB", default_value_t = 16)]
+    pub max_frame_mb: u64,
+    /// PEM certificate chain of this node (enables TLS with --tls-key and --tls-ca).
+    #[arg(long, env = "GRIDTEST_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of this node.
+    #[arg(long, env = "GRIDTEST_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificate(s) that peers' certificates must chain to (mutual TLS).
+    #[arg(long, env = "GRIDTEST_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// Name the head's certificate must carry (a SAN).
+    #[arg(long, env = "GRIDTEST_TLS_SERVER_NAME", default_value = "gridtest")]
+    pub tls_server_name: String,
+}
+
+/// A pod-style hostname `<name>-<ordinal>`.
+fn stateful_set_ordinal(host: &str) -> Option<(&str, u32)> {
+    let (prefix, ordinal) = host.rsplit_once('-')?;
+    let n = ordinal.parse().ok()?;
+    (!prefix.is_empty()).then_some((prefix, n))
+}
+
+fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+impl ClusterArgs {
+    /// Resolves the settings; `hostname` decides the StatefulSet role when none is given.
+    ///
+    /// # Errors
+    /// A message naming the missing or contradictory setting.
+    pub fn resolve_with_host(&self, host: &str) -> Result<ClusterConfig, String> {
+        let pod = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty());
+        let identity = pod.clone().unwrap_or_else(|| host.to_owned());
+        let mut warnings = Vec::new();
+        let (role, inferred_seeds, role_reason) = match self.role {
+            None => (
+                Role::Local,
+                None,
+                "no --role given (the default)".to_owned(),
+            ),
+            Some(RoleChoice::Local) => (Role::Local, None, "--role local".to_owned()),
+            Some(RoleChoice::Head) => (Role::Head, None, "--role head".to_owned()),
+            Some(RoleChoice::Worker) => (Role::Worker, None, "--role worker".to_owned()),
+            Some(RoleChoice::Auto) => match stateful_set_ordinal(&identity) {
+                Some((_, 0)) => (
+                    Role::Head,
+                    None,
+                    format!("--role auto: `{identity}` is ordinal 0 of a StatefulSet"),
+                ),
+                Some((prefix, n)) => (
+                    Role::Worker,
+                    Some(vec![format!("{prefix}-0.{}:{}", self.service, self.port)]),
+                    format!("--role auto: `{identity}` is ordinal {n} of a StatefulSet"),
+                ),
+                None => (
+                    Role::Local,
+                    None,
+                    format!(
+                        "--role auto: `{identity}` is not a StatefulSet pod name (`<name>-<n>`)"
+                    ),
+                ),
+            },
+        };
+        let seeds = if self.seeds.is_empty() {
+            inferred_seeds.unwrap_or_default()
+        } else {
+            self.seeds.clone()
+        };
+        let cookie_from_env = std::env::var("GRIDTEST_COOKIE").ok();
+        let cookie_on_command_line = self
+            .cookie
+            .as_ref()
+            .is_some_and(|c| cookie_from_env.as_ref() != Some(c));
+        // `--role auto` may resolve to local on a machine that is no pod: its cluster settings
+        // are shared with the pods and simply unused there.
+        if role == Role::Local && self.role != Some(RoleChoice::Auto) {
+            let mut stray = Vec::new();
+            if self.listen.is_some() {
+                stray.push("--listen");
+            }
+            if !self.seeds.is_empty() {
+                stray.push("--seeds");
+            }
+            if cookie_on_command_line || self.cookie_file.is_some() {
+                stray.push("--cookie/--cookie-file");
+            }
+            if !stray.is_empty() {
+                return Err(format!(
+                    "{} only apply to a cluster role, but this process runs locally ({role_reason}): \
+                     add --role head, --role worker or --role auto",
+                    stray.join(", ")
+                ));
+            }
+        }
+        let cookie = match (&self.cookie, &self.cookie_file) {
+            (_, Some(file)) => std::fs::read_to_string(file)
+                .map_err(|e| format!("--cookie-file {}: {e}", file.display()))?
+                .trim_end_matches(['\n', '\r'])
+                .to_owned(),
+            (Some(c), None) => c.clone(),
+            (None, None) => String::new(),
+        };
+        if role != Role::Local {
+            if cookie.is_empty() {
+                return Err(
+                    "a cluster role needs a cookie: GRIDTEST_COOKIE, --cookie-file or --cookie"
+                        .into(),
+                );
+            }
+            if cookie_on_command_line {
+                warnings.push(
+                    "--cookie on the command line is readable by every local user \
+                     (/proc/PID/cmdline): pass it in GRIDTEST_COOKIE or --cookie-file"
+                        .to_owned(),
+                );
+            }
+        }
+        if role == Role::Worker && seeds.is_empty() {
+            return Err("a worker needs the head's address: --seeds HOST:PORT".into());
+        }
+        let listen = match role {
+            Role::Head => Some(
+                self.listen
+                    .clone()
+                    .unwrap_or_else(|| format!("0.0.0.0:{}", self.port)),
+            ),
+            _ => self.listen.clone(),
+        };
+        // A pod's name is unique in its StatefulSet and stable across restarts; any other
+        // host may run several nodes, so the process id makes the default unique.
+        let pod_like =
+            self.role == Some(RoleChoice::Auto) && stateful_set_ordinal(&identity).is_some();
+        let node_name = match (&self.node_name, &pod) {
+            (Some(name), _) => name.clone(),
+            (None, Some(pod)) => pod.clone(),
+            (None, None) if pod_like => identity.clone(),
+            (None, None) => format!("{host}-{}", std::process::id()),
+        };
+        let tls = match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
+            (None, None, None) => None,
+            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                ca: ca.clone(),
+                server_name: self.tls_server_name.clone(),
+            }),
+            _ => return Err("TLS needs all of --tls-cert, --tls-key and --tls-ca".into()),
+        };
+        let results = match (&self.results, role) {
+            (Some(r), _) => Some(r.as_str()),
+            (None, Role::Head) => Some("results"),
+            (None, _) => None,
+        }
+        .map(|r| crate::storage::Location::parse(r).map_err(|e| format!("--results {r}: {e}")))
+        .transpose()?;
+        Ok(ClusterConfig {
+            role,
+            role_reason,
+            warnings,
+            listen,
+            seeds,
+            cookie,
+            node_name,
+            results,
+            heartbeat: Duration::from_millis(self.heartbeat_ms.max(10)),
+            node_timeout: Duration::from_millis(self.node_timeout_ms.max(20)),
+            drain_grace: Duration::from_secs(self.drain_grace_s),
+            join_timeout: Duration::from_secs(self.join_timeout_s),
+            max_frame_bytes: self.max_frame_mb.max(1) << 20,
+            tls,
+        })
+    }
+
+    /// Resolves the settings with this machine's hostname.
+    ///
+    /// # Errors
+    /// See [`ClusterArgs::resolve_with_host`].
+    pub fn resolve(&self) -> Result<ClusterConfig, String> {
+        self.resolve_with_host(&hostname())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ClusterArgs {
+        ClusterArgs {
+            service: "gridtest".into(),
+            port: 7000,
+            heartbeat_ms: 1000,
+            node_timeout_ms: 5000,
+            max_frame_mb: 16,
+            tls_server_name: "gridtest".into(),
+            ..ClusterArgs::default()
+        }
+    }
+
+    #[test]
+    fn stateful_set_pods_pick_their_role() {
+        let a = ClusterArgs {
+            role: Some(RoleChoice::Auto),
+            cookie: Some("c".into()),
+            ..args()
+        };
+        let head = a.resolve_with_host("gridtest-0").unwrap();
+        assert_eq!(head.role, Role::Head);
+        assert_eq!(head.listen.as_deref(), Some("0.0.0.0:7000"));
+        assert!(
+            head.results
+                .as_ref()
+                .is_some_and(|r| r.url().as_str().ends_with("/results/")),
+            "{:?}",
+            head.results
+        );
+        let worker = a.resolve_with_host("gridtest-gpu-3").unwrap();
+        assert_eq!(worker.role, Role::Worker);
+        assert_eq!(worker.seeds, ["gridtest-gpu-0.gridtest:7000"]);
+        assert_eq!(worker.node_name, "gridtest-gpu-3");
+        assert!(
+            worker.role_reason.contains("ordinal 3"),
+            "{}",
+            worker.role_reason
+        );
+        assert_eq!(a.resolve_with_host("laptop").unwrap().role, Role::Local);
+    }
+
+    #[test]
+    fn roles_are_inferred_only_when_asked() {
+        // An ordinal-like hostname stays local without --role auto (a cookie exported in the
+        // environment does not change that).
+        let config = args().resolve_with_host("ip-172-31-5-0").unwrap();
+        assert_eq!(config.role, Role::Local);
+        assert!(
+            config.role_reason.contains("no --role"),
+            "{}",
+            config.role_reason
+        );
+    }
+
+    #[test]
+    fn cluster_flags_on_a_local_run_are_refused() {
+        for stray in [
+            ClusterArgs {
+                listen: Some("0.0.0.0:7000".into()),
+                ..args()
+            },
+            ClusterArgs {
+                seeds: vec!["head:7000".into()],
+                role: Some(RoleChoice::Local),
+                ..args()
+            },
+            ClusterArgs {
+                cookie: Some("not-from-the-environment".into()),
+                ..args()
+            },
+        ] {
+            let err = stray.resolve_with_host("laptop").unwrap_err();
+            assert!(err.contains("only apply to a cluster role"), "{err}");
+        }
+    }
+
+    #[test]
+    fn cookies_come_from_a_file_and_the_command_line_is_warned_about() {
+        let dir = std::env::temp_dir().join(format!("gridtest-cookie-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cookie");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let head = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie_file: Some(file.clone()),
+            ..args()
+        };
+        let config = head.resolve_with_host("x").unwrap();
+        assert_eq!(config.cookie, "s3cret");
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let on_line = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie: Some("typed-in".into()),
+            ..args()
+        };
+        let config = on_line.resolve_with_host("x").unwrap();
+        assert!(
+            config
+                .warnings
+                .iter()
+                .any(|w| w.contains("/proc/PID/cmdline"))
+        );
+        let missing = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie_file: Some(dir.join("absent")),
+            ..args()
+        };
+        assert!(
+            missing
+                .resolve_with_host("x")
+                .unwrap_err()
+                .contains("--cookie-file")
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn node_names_default_to_unique_ones() {
+        let worker = ClusterArgs {
+            role: Some(RoleChoice::Worker),
+            cookie: Some("c".into()),
+            seeds: vec!["head:7000".into()],
+            ..args()
+        };
+        if std::env::var_os("POD_NAME").is_none() {
+            let name = worker.resolve_with_host("box").unwrap().node_name;
+            assert_eq!(name, format!("box-{}", std::process::id()));
+        }
+    }
+
+    #[test]
+    fn plain_hosts_run_locally_and_roles_need_their_settings() {
+        assert_eq!(
+            args().resolve_with_host("laptop").unwrap().role,
+            Role::Local
+        );
+        let head = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            ..args()
+        };
+        assert!(head.resolve_with_host("x").unwrap_err().contains("cookie"));
+        let worker = ClusterArgs {
+            role: Some(RoleChoice::Worker),
+            cookie: Some("c".into()),
+            ..args()
+        };
+        assert!(
+            worker
+                .resolve_with_host("x")
+                .unwrap_err()
+                .contains("--seeds")
+        );
+        let half_tls = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie: Some("c".into()),
+            tls_cert: Some("c.pem".into()),
+            ..args()
+        };
+        assert!(
+            half_tls
+                .resolve_with_host("x")
+                .unwrap_err()
+                .contains("--tls-key")
+        );
+    }
+}
