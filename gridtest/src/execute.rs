@@ -4,28 +4,26 @@
 //! call [`execute`] with their own [`NodeSetup`].
 
 mod plan;
+mod units;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::future::join_all;
-use ractor::Actor;
+use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 
 use crate::actors::messages::SweepContext;
 use crate::actors::{
     BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
-    Supervisor, SupervisorArgs, SupervisorTiming,
+    Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming,
 };
-use crate::data::ShardInfo;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
-use crate::params::ParamSet;
 use crate::persist::{LedgerLog, SweepLock};
 use crate::progress::Progress;
 use crate::storage::Location;
-use crate::sweep::{
-    CellKey, Ledger, Sweep, SweepResults, Timings, UnitId, WorkUnit, chunk_size, output,
-};
+use crate::sweep::{CellKey, CellOutcome, Ledger, Sweep, SweepResults, Timings, output};
 
 pub use plan::Plan;
 pub(crate) use plan::plan;
@@ -104,18 +102,7 @@ pub(crate) async fn execute(
     opts: &RunOptions,
     setup: NodeSetup,
 ) -> Result<SweepResults> {
-    let Plan {
-        strategy,
-        grid,
-        exec,
-        dataset,
-        shards,
-        sets,
-        infos,
-        spec,
-        started,
-    } = plan;
-    let sweep_id = spec.id();
+    let sweep_id = plan.spec.id();
     let (loader, loader_task) = Actor::spawn(
         None,
         ShardLoader,
@@ -125,98 +112,21 @@ pub(crate) async fn execute(
     )
     .await
     .map_err(|e| Error::actors("starting the shard loader", e))?;
-
-    // Load what fits the cache before compute starts, so load and compute are timed apart.
     if setup.scorers > 0 {
-        let mut budget = opts.cache_bytes;
-        let mut prefetch = Vec::new();
-        for (shard, info) in shards.iter().zip(&infos) {
-            if let Ok(info) = info
-                && info.bytes_in_memory() <= budget
-            {
-                budget -= info.bytes_in_memory();
-                prefetch.push(shard.clone());
-            }
-        }
-        join_all(prefetch.into_iter().map(|shard| {
-            let (loader, dataset) = (loader.clone(), dataset.clone());
-            async move {
-                loader
-                    .call(
-                        |r| ShardLoaderMsg::Get(dataset, shard, r),
-                        Some(crate::actors::LOAD_TIMEOUT),
-                    )
-                    .await
-            }
-        }))
-        .await;
+        prefetch(&loader, &plan, opts.cache_bytes).await;
     }
-
-    // Resume from the persisted ledger, if any.
     let lock = match &opts.results {
         Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name).await?,
         None => None,
     };
-    let (log, done) = match &opts.results {
-        Some(root) => {
-            let spec_json = serde_json::to_vec_pretty(&spec).expect("specs serialise");
-            let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json).await?;
-            let wanted: std::collections::BTreeSet<CellKey> = shards
-                .iter()
-                .flat_map(|sh| {
-                    let id = sh.id();
-                    sets.iter().map(move |s| CellKey {
-                        shard: id.clone(),
-                        param_set: s.id(),
-                    })
-                })
-                .collect();
-            done.retain(|k, _| wanted.contains(k));
-            tracing::info!(sweep = %sweep_id, root = %root, resumed = done.len(),
-                total = shards.len() * sets.len(), "sweep ledger opened");
-            (Some(log), done)
-        }
-        None => (None, std::collections::BTreeMap::new()),
-    };
-
-    // Units are sized for about `unit_evals` evaluations, and cut finer when there would be too
-    // few to keep every scorer busy (a head does not know how many workers will join: it
-    // assumes at least MIN_CLUSTER_SCORERS).
+    let (log, done) = open_ledger(&plan, opts).await?;
     let parallelism = if setup.cluster {
         setup.scorers.max(MIN_CLUSTER_SCORERS)
     } else {
         setup.scorers.max(1)
     };
-    let mut units = Vec::new();
-    let mut evaluations = 0u64;
-    for (shard, info) in shards.iter().zip(&infos) {
-        let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
-        let id = shard.id();
-        let todo: Vec<ParamSet> = sets
-            .iter()
-            .filter(|s| {
-                !done.contains_key(&CellKey {
-                    shard: id.clone(),
-                    param_set: s.id(),
-                })
-            })
-            .cloned()
-            .collect();
-        evaluations += rows * todo.len() as u64;
-        let chunk = chunk_size(todo.len(), rows, opts.unit_evals, parallelism);
-        for chunk in todo.chunks(chunk.max(1)) {
-            units.push(WorkUnit {
-                id: UnitId(u32::try_from(units.len()).map_err(|_| Error::Config {
-                    problems: vec![
-                        "the sweep needs more than 2^32 work units: raise --unit-evals".to_owned(),
-                    ],
-                })?),
-                shard: shard.clone(),
-                sets: chunk.to_vec(),
-            });
-        }
-    }
-    let load = started.elapsed();
+    let (units, evaluations) = units::plan_units(&plan, &done, opts.unit_evals, parallelism)?;
+    let load = plan.started.elapsed();
     tracing::info!(
         units = units.len(),
         scorers = setup.scorers,
@@ -224,15 +134,120 @@ pub(crate) async fn execute(
         "starting compute"
     );
     let ledger = Ledger::resume(units, done).with_max_attempts(opts.max_attempts);
+    let outcome = run_actors(&plan, ledger, log, &loader, opts, &setup).await;
+    loader.stop(None);
+    let _ = loader_task.await;
+    let outcome = outcome?;
+    for (name, s) in &outcome.nodes {
+        tracing::info!(node = %name, units = s.units, cells = s.cells,
+            evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
+    }
+    let timings = Timings {
+        load,
+        compute: outcome.compute_wall,
+        wall: plan.started.elapsed(),
+        evaluations,
+    };
+    let mut results = SweepResults::new(
+        &plan.strategy,
+        &plan.grid,
+        plan.sets,
+        plan.shards,
+        outcome.ledger.into_cells(),
+        timings,
+    )
+    .with_run_info(
+        sweep_id.clone(),
+        outcome.computed,
+        outcome.nodes,
+        outcome.gpu_slots,
+    );
+    if let Some(why) = outcome.persist_failure {
+        results.set_persist_failure(why);
+    }
+    if let Some(root) = &opts.results {
+        persist_results(&mut results, root, opts.rank_by).await;
+    }
+    if let Some(lock) = lock {
+        lock.release().await;
+    }
+    Ok(results)
+}
+
+/// Loads what fits the cache before compute starts, so load and compute are timed apart.
+async fn prefetch(loader: &ActorRef<ShardLoaderMsg>, plan: &Plan, budget: u64) {
+    let mut budget = budget;
+    let mut prefetch = Vec::new();
+    for (shard, info) in plan.shards.iter().zip(&plan.infos) {
+        if let Ok(info) = info
+            && info.bytes_in_memory() <= budget
+        {
+            budget -= info.bytes_in_memory();
+            prefetch.push(shard.clone());
+        }
+    }
+    join_all(prefetch.into_iter().map(|shard| {
+        let (loader, dataset) = (loader.clone(), plan.dataset.clone());
+        async move {
+            loader
+                .call(
+                    |r| ShardLoaderMsg::Get(dataset, shard, r),
+                    Some(crate::actors::LOAD_TIMEOUT),
+                )
+                .await
+        }
+    }))
+    .await;
+}
+
+/// Opens the persisted ledger (writing the spec), if the run has a results root: the log to
+/// append to and the cells of this sweep already final.
+async fn open_ledger(
+    plan: &Plan,
+    opts: &RunOptions,
+) -> Result<(Option<LedgerLog>, BTreeMap<CellKey, CellOutcome>)> {
+    let Some(root) = &opts.results else {
+        return Ok((None, BTreeMap::new()));
+    };
+    let sweep_id = plan.spec.id();
+    let spec_json = serde_json::to_vec_pretty(&plan.spec).expect("specs serialise");
+    let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json).await?;
+    let wanted: BTreeSet<CellKey> = plan
+        .shards
+        .iter()
+        .flat_map(|sh| {
+            let id = sh.id();
+            plan.sets.iter().map(move |s| CellKey {
+                shard: id.clone(),
+                param_set: s.id(),
+            })
+        })
+        .collect();
+    done.retain(|k, _| wanted.contains(k));
+    tracing::info!(sweep = %sweep_id, root = %root, resumed = done.len(),
+        total = plan.shards.len() * plan.sets.len(), "sweep ledger opened");
+    Ok((Some(log), done))
+}
+
+/// Starts the supervisor (and, when this node scores, a node agent with its scorers), waits
+/// until every cell is final, and stops them.
+async fn run_actors(
+    plan: &Plan,
+    ledger: Ledger,
+    log: Option<LedgerLog>,
+    loader: &ActorRef<ShardLoaderMsg>,
+    opts: &RunOptions,
+    setup: &NodeSetup,
+) -> Result<SupervisorOutcome> {
     let (done_tx, done_rx) = oneshot::channel();
     let context = SweepContext {
-        sweep_id: sweep_id.clone(),
-        strategy: strategy.name.to_owned(),
-        dataset: dataset.url().to_string(),
-        kind: dataset.kind(),
-        exec: exec.clone(),
+        sweep_id: plan.spec.id(),
+        strategy: plan.strategy.name.to_owned(),
+        dataset: plan.dataset.url().to_string(),
+        kind: plan.dataset.kind(),
+        exec: plan.exec.clone(),
     };
-    let (_supervisor, supervisor_task) = Actor::spawn(
+    let (supervisor, supervisor_task) = Actor::spawn(
         None,
         Supervisor,
         SupervisorArgs {
@@ -253,21 +268,22 @@ pub(crate) async fn execute(
         .map(crate::actors::backend_slots)
         .unwrap_or_default();
     let agent = if setup.scorers > 0 || !backends.is_empty() {
-        let (agent, agent_task) = Actor::spawn(
-            None,
-            NodeAgent,
-            NodeAgentArgs {
-                node: setup.node_name.clone(),
-                scorers: setup.scorers,
-                loader: loader.clone(),
-                rpc_timeout: Duration::from_secs(30),
-                idle_retry: Duration::from_millis(20),
-                backends,
-            },
-        )
-        .await
-        .map_err(|e| Error::actors("starting the node agent", e))?;
-        Some((agent, agent_task))
+        let args = NodeAgentArgs {
+            node: setup.node_name.clone(),
+            scorers: setup.scorers,
+            loader: loader.clone(),
+            rpc_timeout: Duration::from_secs(30),
+            idle_retry: Duration::from_millis(20),
+            backends,
+        };
+        let spawned = Actor::spawn(None, NodeAgent, args).await;
+        match spawned {
+            Ok(agent) => Some(agent),
+            Err(e) => {
+                supervisor.stop(None);
+                return Err(Error::actors("starting the node agent", e));
+            }
+        }
     } else {
         None
     };
@@ -276,59 +292,31 @@ pub(crate) async fn execute(
             "running the sweep",
             "the supervisor stopped before it finished",
         )
-    })?;
+    });
     let _ = supervisor_task.await;
     if let Some((agent, task)) = agent {
         agent.stop_children(None);
         agent.stop(None);
         let _ = task.await;
     }
-    loader.stop(None);
-    let _ = loader_task.await;
+    outcome
+}
 
-    for (name, s) in &outcome.nodes {
-        tracing::info!(node = %name, units = s.units, cells = s.cells,
-            evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
-    }
-    let timings = Timings {
-        load,
-        compute: outcome.compute_wall,
-        wall: started.elapsed(),
-        evaluations,
+/// Writes the results, leaderboard and spec beside the ledger under the results root. A store
+/// that fails now must not cost the computed cells: they stay in `results` (and go to the local
+/// output); the failure is recorded in them.
+async fn persist_results(results: &mut SweepResults, root: &Location, rank_by: RankMetric) {
+    let Some(sweep_id) = results.run_info().map(|i| i.sweep_id.clone()) else {
+        return;
     };
-    let mut results = SweepResults::new(
-        &strategy,
-        &grid,
-        sets,
-        shards,
-        outcome.ledger.into_cells(),
-        timings,
-    )
-    .with_run_info(
-        sweep_id.clone(),
-        outcome.computed,
-        outcome.nodes,
-        outcome.gpu_slots,
-    );
-    if let Some(why) = outcome.persist_failure {
-        results.set_persist_failure(why);
-    }
-    if let Some(root) = &opts.results {
-        // A results store that fails now must not cost the computed cells: they are returned
-        // (and written to the local output) whatever happens here.
-        let dir = root.join(&format!("sweeps/{sweep_id}"));
-        match output::write_to_store(&results, &results.leaderboard(opts.rank_by), &dir).await {
-            Ok(()) => tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted"),
-            Err(e) => {
-                tracing::error!(sweep = %sweep_id, error = %e, "could not persist the sweep");
-                results.set_persist_failure(format!("{dir}: {e}"));
-            }
+    let dir = root.join(&format!("sweeps/{sweep_id}"));
+    match output::write_to_store(results, &results.leaderboard(rank_by), &dir).await {
+        Ok(()) => tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted"),
+        Err(e) => {
+            tracing::error!(sweep = %sweep_id, error = %e, "could not persist the sweep");
+            results.set_persist_failure(format!("{dir}: {e}"));
         }
     }
-    if let Some(lock) = lock {
-        lock.release().await;
-    }
-    Ok(results)
 }
 
 /// Runs a sweep in this process: a shard loader, a supervisor and `threads` scorers.
