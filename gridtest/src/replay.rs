@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use object_store::ObjectStoreExt;
 
-use crate::data::{Dataset, ListedFile, ShardReader};
+use crate::data::{Dataset, ListedFile, Shard, ShardReader};
 use crate::error::{Error, Result};
 use crate::params::{ParamSet, ParamSetId};
 use crate::persist::{LedgerLog, SweepSpec};
@@ -76,6 +76,30 @@ pub fn identical(a: &CellOutcome, b: &CellOutcome) -> bool {
         (Err(x), Err(y)) => x.kind == y.kind && x.message == y.message,
         _ => false,
     }
+}
+
+/// How the files of `shards` differ from the spec's manifest now.
+async fn data_changes(
+    spec: &SweepSpec,
+    reader: &ShardReader,
+    shards: &[Shard],
+) -> Result<Vec<ManifestChange>> {
+    let mut changes = Vec::new();
+    for shard in shards {
+        let now = reader.list(shard).await?;
+        let recorded: Vec<ListedFile> = spec
+            .manifest
+            .iter()
+            .filter(|f| {
+                f.url.contains(&format!("/symbol={}/", shard.symbol()))
+                    && f.date >= shard.first()
+                    && f.date <= shard.last()
+            })
+            .cloned()
+            .collect();
+        changes.extend(manifest_changes(&recorded, &now));
+    }
+    Ok(changes)
 }
 
 async fn read_spec(root: &Location, sweep_id: &SweepId) -> Result<SweepSpec> {
@@ -178,21 +202,7 @@ pub async fn replay(
         });
     }
     // The data must be what the sweep read.
-    let mut changes = Vec::new();
-    for shard in &shards {
-        let now = reader.list(shard).await?;
-        let recorded: Vec<ListedFile> = spec
-            .manifest
-            .iter()
-            .filter(|f| {
-                f.url.contains(&format!("/symbol={}/", shard.symbol()))
-                    && f.date >= shard.first()
-                    && f.date <= shard.last()
-            })
-            .cloned()
-            .collect();
-        changes.extend(manifest_changes(&recorded, &now));
-    }
+    let changes = data_changes(&spec, &reader, &shards).await?;
     if !changes.is_empty() && !force {
         return Err(Error::InvalidSweep {
             strategy: spec.strategy.clone(),

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::execute::default_threads;
 use crate::metrics::RankMetric;
 use crate::storage::Location;
-use crate::sweep::{Leaderboard, Sweep, SweepResults, output};
+use crate::sweep::{Leaderboard, Sweep, SweepId, SweepResults, output};
 
 pub use crate::execute::{
     DEFAULT_CACHE_MB, DEFAULT_UNIT_EVALS, MIN_CLUSTER_SCORERS, RunOptions, run_sweep,
@@ -211,33 +211,7 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         .build()
         .map_err(|e| Error::actors("starting the async runtime", e))?;
     if let Some(sweep_id) = &args.replay {
-        let root = match &opts.results {
-            Some(root) => root.clone(),
-            None => Location::parse("results")?,
-        };
-        let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
-        let report =
-            runtime.block_on(crate::replay::replay(&root, sweep_id, &scope, args.force))?;
-        for c in &report.changed_files {
-            println!("data changed (forced): {}: {}", c.url, c.change);
-        }
-        println!(
-            "replayed {} cells of sweep {sweep_id}: {} identical, {} different",
-            report.cells,
-            report.identical,
-            report.differences.len()
-        );
-        for (key, before, after) in report.differences.iter().take(10) {
-            println!("  {key}: recorded {before:?}, now {after:?}");
-        }
-        if let Some((key, _, _)) = report.differences.first() {
-            return Err(Error::ReplayMismatch {
-                sweep: sweep_id.clone(),
-                cells: report.cells,
-                differing: report.differences.len(),
-                first: key.to_string(),
-            });
-        }
+        runtime.block_on(replay(sweep_id, args, &opts))?;
         return Ok(None);
     }
     // `--serve` makes a head serve submissions; workers ignore it, so that every ordinal of a
@@ -333,6 +307,37 @@ fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport>
         });
     }
     Ok(report)
+}
+
+/// `--replay`: re-executes a persisted sweep and prints how its cells compare to the record.
+async fn replay(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions) -> Result<()> {
+    let root = match &opts.results {
+        Some(root) => root.clone(),
+        None => Location::parse("results")?,
+    };
+    let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
+    let report = crate::replay::replay(&root, sweep_id, &scope, args.force).await?;
+    for c in &report.changed_files {
+        println!("data changed (forced): {}: {}", c.url, c.change);
+    }
+    println!(
+        "replayed {} cells of sweep {sweep_id}: {} identical, {} different",
+        report.cells,
+        report.identical,
+        report.differences.len()
+    );
+    for (key, before, after) in report.differences.iter().take(10) {
+        println!("  {key}: recorded {before:?}, now {after:?}");
+    }
+    match report.differences.first() {
+        Some((key, _, _)) => Err(Error::ReplayMismatch {
+            sweep: sweep_id.clone(),
+            cells: report.cells,
+            differing: report.differences.len(),
+            first: key.to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Prints and writes a finished sweep.

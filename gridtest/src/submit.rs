@@ -16,6 +16,7 @@ use crate::engine::ExecModel;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamValue};
+use crate::sweep::SweepId;
 use crate::transport::{self, Tls};
 
 /// Settings of `gridtest submit`.
@@ -138,9 +139,41 @@ pub fn parse_axis(grid: Grid, spec: &str) -> std::result::Result<Grid, String> {
 }
 
 async fn submit(args: &SubmitArgs) -> Result<()> {
-    let config_error = |problem: String| Error::Config {
-        problems: vec![problem],
+    let request = request(args)?;
+    let coordinator = connect(args).await?;
+    let submitted = match coordinator
+        .call(
+            |r| CoordinatorMsg::Submit(Wire(request), r),
+            Some(Duration::from_secs(300)),
+        )
+        .await
+    {
+        Ok(CallResult::Success(Wire(Ok(s)))) => s,
+        Ok(CallResult::Success(Wire(Err(e)))) => {
+            return Err(Error::Submission(format!(
+                "the head rejected the sweep: {e}"
+            )));
+        }
+        other => return Err(Error::Submission(format!("submission failed: {other:?}"))),
     };
+    println!(
+        "submitted sweep {}: {:?}",
+        submitted.sweep_id, submitted.state
+    );
+    if args.no_wait {
+        return Ok(());
+    }
+    follow(&coordinator, &submitted.sweep_id).await
+}
+
+fn config_error(problem: String) -> Error {
+    Error::Config {
+        problems: vec![problem],
+    }
+}
+
+/// The sweep the flags describe.
+fn request(args: &SubmitArgs) -> Result<SweepRequest> {
     let mut grid = Grid::new();
     for axis in &args.axes {
         grid = parse_axis(grid, axis).map_err(config_error)?;
@@ -148,7 +181,7 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
     for c in &args.constraints {
         grid = grid.constrain(c);
     }
-    let request = SweepRequest {
+    Ok(SweepRequest {
         strategy: args.strategy.clone(),
         grid,
         data: args.data.clone(),
@@ -161,7 +194,11 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
             .with_max_leverage(args.max_leverage),
         rank_by: args.rank_by,
         top: args.top,
-    };
+    })
+}
+
+/// Joins the head's cluster as a client and finds its coordinator.
+async fn connect(args: &SubmitArgs) -> Result<ActorRef<CoordinatorMsg>> {
     let config = ClusterArgs {
         role: Some(RoleChoice::Worker),
         seeds: vec![args.head.clone()],
@@ -208,12 +245,12 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
         )));
     }
     let deadline = Instant::now() + Duration::from_secs(10);
-    let coordinator = loop {
+    loop {
         if let Some(c) = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &COORDINATORS.to_owned())
             .into_iter()
             .next()
         {
-            break ActorRef::<CoordinatorMsg>::from(c);
+            return Ok(ActorRef::<CoordinatorMsg>::from(c));
         }
         if Instant::now() > deadline {
             return Err(Error::Submission(format!(
@@ -222,27 +259,11 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
             )));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let submitted = match coordinator
-        .call(
-            |r| CoordinatorMsg::Submit(Wire(request), r),
-            Some(Duration::from_secs(300)),
-        )
-        .await
-    {
-        Ok(CallResult::Success(Wire(Ok(s)))) => s,
-        Ok(CallResult::Success(Wire(Err(e)))) => {
-            return Err(Error::Submission(format!(
-                "the head rejected the sweep: {e}"
-            )));
-        }
-        other => return Err(Error::Submission(format!("submission failed: {other:?}"))),
-    };
-    let id = submitted.sweep_id.clone();
-    println!("submitted sweep {id}: {:?}", submitted.state);
-    if args.no_wait {
-        return Ok(());
     }
+}
+
+/// Prints a submitted sweep's progress until it is done (then its leaderboard) or failed.
+async fn follow(coordinator: &ActorRef<CoordinatorMsg>, id: &SweepId) -> Result<()> {
     let mut last = String::new();
     loop {
         let state = match coordinator
@@ -260,7 +281,7 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
             }
             other => return Err(Error::Submission(format!("lost the head: {other:?}"))),
         };
-        match state {
+        let line = match state {
             SweepState::Done {
                 cells,
                 failed,
@@ -276,23 +297,16 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
             SweepState::Failed { error } => {
                 return Err(Error::Submission(format!("sweep {id} failed: {error}")));
             }
-            other => {
-                let line = match other {
-                    SweepState::Queued { ahead } => format!("queued ({ahead} ahead)"),
-                    SweepState::Running {
-                        done,
-                        total,
-                        failed,
-                    } => {
-                        format!("running: {done}/{total} cells, {failed} failed")
-                    }
-                    _ => String::new(),
-                };
-                if line != last {
-                    println!("sweep {id} {line}");
-                    last = line;
-                }
-            }
+            SweepState::Queued { ahead } => format!("queued ({ahead} ahead)"),
+            SweepState::Running {
+                done,
+                total,
+                failed,
+            } => format!("running: {done}/{total} cells, {failed} failed"),
+        };
+        if line != last {
+            println!("sweep {id} {line}");
+            last = line;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }

@@ -114,36 +114,7 @@ impl ClusterArgs {
     pub fn resolve_with_host(&self, host: &str) -> Result<ClusterConfig, String> {
         let pod = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty());
         let identity = pod.clone().unwrap_or_else(|| host.to_owned());
-        let mut warnings = Vec::new();
-        let (role, inferred_seeds, role_reason) = match self.role {
-            None => (
-                Role::Local,
-                None,
-                "no --role given (the default)".to_owned(),
-            ),
-            Some(RoleChoice::Local) => (Role::Local, None, "--role local".to_owned()),
-            Some(RoleChoice::Head) => (Role::Head, None, "--role head".to_owned()),
-            Some(RoleChoice::Worker) => (Role::Worker, None, "--role worker".to_owned()),
-            Some(RoleChoice::Auto) => match stateful_set_ordinal(&identity) {
-                Some((_, 0)) => (
-                    Role::Head,
-                    None,
-                    format!("--role auto: `{identity}` is ordinal 0 of a StatefulSet"),
-                ),
-                Some((prefix, n)) => (
-                    Role::Worker,
-                    Some(vec![format!("{prefix}-0.{}:{}", self.service, self.port)]),
-                    format!("--role auto: `{identity}` is ordinal {n} of a StatefulSet"),
-                ),
-                None => (
-                    Role::Local,
-                    None,
-                    format!(
-                        "--role auto: `{identity}` is not a StatefulSet pod name (`<name>-<n>`)"
-                    ),
-                ),
-            },
-        };
+        let (role, inferred_seeds, role_reason) = self.role(&identity);
         let seeds = if self.seeds.is_empty() {
             inferred_seeds.unwrap_or_default()
         } else {
@@ -157,47 +128,9 @@ impl ClusterArgs {
         // `--role auto` may resolve to local on a machine that is no pod: its cluster settings
         // are shared with the pods and simply unused there.
         if role == Role::Local && self.role != Some(RoleChoice::Auto) {
-            let mut stray = Vec::new();
-            if self.listen.is_some() {
-                stray.push("--listen");
-            }
-            if !self.seeds.is_empty() {
-                stray.push("--seeds");
-            }
-            if cookie_on_command_line || self.cookie_file.is_some() {
-                stray.push("--cookie/--cookie-file");
-            }
-            if !stray.is_empty() {
-                return Err(format!(
-                    "{} only apply to a cluster role, but this process runs locally ({role_reason}): \
-                     add --role head, --role worker or --role auto",
-                    stray.join(", ")
-                ));
-            }
+            self.refuse_stray_flags(cookie_on_command_line, &role_reason)?;
         }
-        let cookie = match (&self.cookie, &self.cookie_file) {
-            (_, Some(file)) => std::fs::read_to_string(file)
-                .map_err(|e| format!("--cookie-file {}: {e}", file.display()))?
-                .trim_end_matches(['\n', '\r'])
-                .to_owned(),
-            (Some(c), None) => c.clone(),
-            (None, None) => String::new(),
-        };
-        if role != Role::Local {
-            if cookie.is_empty() {
-                return Err(
-                    "a cluster role needs a cookie: GRIDTEST_COOKIE, --cookie-file or --cookie"
-                        .into(),
-                );
-            }
-            if cookie_on_command_line {
-                warnings.push(
-                    "--cookie on the command line is readable by every local user \
-                     (/proc/PID/cmdline): pass it in GRIDTEST_COOKIE or --cookie-file"
-                        .to_owned(),
-                );
-            }
-        }
+        let (cookie, warnings) = self.cookie(role, cookie_on_command_line)?;
         if role == Role::Worker && seeds.is_empty() {
             return Err("a worker needs the head's address: --seeds HOST:PORT".into());
         }
@@ -218,16 +151,6 @@ impl ClusterArgs {
             (None, Some(pod)) => pod.clone(),
             (None, None) if pod_like => identity.clone(),
             (None, None) => format!("{host}-{}", std::process::id()),
-        };
-        let tls = match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
-            (None, None, None) => None,
-            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-                ca: ca.clone(),
-                server_name: self.tls_server_name.clone(),
-            }),
-            _ => return Err("TLS needs all of --tls-cert, --tls-key and --tls-ca".into()),
         };
         let results = match (&self.results, role) {
             (Some(r), _) => Some(r.as_str()),
@@ -250,8 +173,106 @@ impl ClusterArgs {
             drain_grace: Duration::from_secs(self.drain_grace_s),
             join_timeout: Duration::from_secs(self.join_timeout_s),
             max_frame_bytes: self.max_frame_mb.max(1) << 20,
-            tls,
+            tls: self.tls()?,
         })
+    }
+
+    /// The role, the seeds it implies (a StatefulSet worker dials ordinal 0) and why.
+    fn role(&self, identity: &str) -> (Role, Option<Vec<String>>, String) {
+        match self.role {
+            None => (
+                Role::Local,
+                None,
+                "no --role given (the default)".to_owned(),
+            ),
+            Some(RoleChoice::Local) => (Role::Local, None, "--role local".to_owned()),
+            Some(RoleChoice::Head) => (Role::Head, None, "--role head".to_owned()),
+            Some(RoleChoice::Worker) => (Role::Worker, None, "--role worker".to_owned()),
+            Some(RoleChoice::Auto) => match stateful_set_ordinal(identity) {
+                Some((_, 0)) => (
+                    Role::Head,
+                    None,
+                    format!("--role auto: `{identity}` is ordinal 0 of a StatefulSet"),
+                ),
+                Some((prefix, n)) => (
+                    Role::Worker,
+                    Some(vec![format!("{prefix}-0.{}:{}", self.service, self.port)]),
+                    format!("--role auto: `{identity}` is ordinal {n} of a StatefulSet"),
+                ),
+                None => (
+                    Role::Local,
+                    None,
+                    format!(
+                        "--role auto: `{identity}` is not a StatefulSet pod name (`<name>-<n>`)"
+                    ),
+                ),
+            },
+        }
+    }
+
+    /// Cluster flags on a local run are refused, not silently ignored.
+    fn refuse_stray_flags(&self, cookie_on_command_line: bool, why: &str) -> Result<(), String> {
+        let mut stray = Vec::new();
+        if self.listen.is_some() {
+            stray.push("--listen");
+        }
+        if !self.seeds.is_empty() {
+            stray.push("--seeds");
+        }
+        if cookie_on_command_line || self.cookie_file.is_some() {
+            stray.push("--cookie/--cookie-file");
+        }
+        if stray.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} only apply to a cluster role, but this process runs locally ({why}): \
+             add --role head, --role worker or --role auto",
+            stray.join(", ")
+        ))
+    }
+
+    /// The cookie (a cookie file wins), required by a cluster role, and the warnings it earns.
+    fn cookie(&self, role: Role, on_command_line: bool) -> Result<(String, Vec<String>), String> {
+        let cookie = match (&self.cookie, &self.cookie_file) {
+            (_, Some(file)) => std::fs::read_to_string(file)
+                .map_err(|e| format!("--cookie-file {}: {e}", file.display()))?
+                .trim_end_matches(['\n', '\r'])
+                .to_owned(),
+            (Some(c), None) => c.clone(),
+            (None, None) => String::new(),
+        };
+        let mut warnings = Vec::new();
+        if role != Role::Local {
+            if cookie.is_empty() {
+                return Err(
+                    "a cluster role needs a cookie: GRIDTEST_COOKIE, --cookie-file or --cookie"
+                        .into(),
+                );
+            }
+            if on_command_line {
+                warnings.push(
+                    "--cookie on the command line is readable by every local user \
+                     (/proc/PID/cmdline): pass it in GRIDTEST_COOKIE or --cookie-file"
+                        .to_owned(),
+                );
+            }
+        }
+        Ok((cookie, warnings))
+    }
+
+    /// TLS files: all three or none.
+    fn tls(&self) -> Result<Option<TlsFiles>, String> {
+        match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
+            (None, None, None) => Ok(None),
+            (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                ca: ca.clone(),
+                server_name: self.tls_server_name.clone(),
+            })),
+            _ => Err("TLS needs all of --tls-cert, --tls-key and --tls-ca".into()),
+        }
     }
 
     /// Resolves the settings with this machine's hostname.
