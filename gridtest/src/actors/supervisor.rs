@@ -460,13 +460,13 @@ impl Actor for Supervisor {
             SupervisorMsg::Alive(agent, Wire(status)) => {
                 state.agents.insert(agent, status.node.clone());
                 state.seen(&status.node);
-                let telemetry = status.telemetry.clone();
                 if state.fleet.status(
                     &status.node,
                     status.draining,
                     status.telemetry,
                     Instant::now(),
                 ) {
+                    let telemetry = state.fleet.nodes().get(&status.node).map(|n| &n.telemetry);
                     tracing::warn!(node = %status.node, telemetry = ?telemetry,
                         "a GPU reports thermal or power throttling");
                 }
