@@ -163,13 +163,13 @@ fn run(strategy: &str, units: u32, workers: usize, iters: u64) -> anyhow::Result
         let _ = c.wait();
     }
     let results = results?;
-    anyhow::ensure!(results.failures().count() == 0, "cells failed");
+    anyhow::ensure!(results.failed() == 0, "cells failed");
     let busy = results
         .run_info()
         .map(|i| i.nodes.values().map(|n| n.busy).sum())
         .unwrap_or_default();
     Ok(Measured {
-        units: results.sets().len().div_ceil(4),
+        units: results.n_sets().div_ceil(4),
         wall: results.timings.compute,
         busy,
     })

@@ -393,18 +393,18 @@ fn sweep_path(args: &Args, location: &str, threads: usize) -> anyhow::Result<()>
             s.speed()
         );
     }
-    let differing = gpu
-        .cells()
+    let (gpu_cells, cpu_cells) = (gpu.cells()?, cpu.cells()?);
+    let differing = gpu_cells
         .iter()
-        .filter(|(key, outcome)| cpu.cells().get(*key) != Some(*outcome))
+        .filter(|(key, outcome)| cpu_cells.get(*key) != Some(*outcome))
         .count();
     println!(
         "sweep path: {} cells, {differing} differ from the CPU-only sweep, {} failed",
-        gpu.cells().len(),
-        gpu.failures().count()
+        gpu_cells.len(),
+        gpu.failed()
     );
     ensure!(
-        differing == 0 && gpu.cells().len() == cpu.cells().len() && gpu.failures().count() == 0,
+        differing == 0 && gpu_cells.len() == cpu_cells.len() && gpu.failed() == 0,
         "the sweep with GPU scorers differs from the CPU-only sweep"
     );
     ensure!(!info.gpu_slots.is_empty(), "no unit ran on a GPU scorer");

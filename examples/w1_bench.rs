@@ -113,16 +113,16 @@ fn main() -> anyhow::Result<()> {
     }
     let results = best.expect("at least one run");
     let t = results.timings;
-    let failed = results.failures().count();
+    let failed = results.failed();
     if failed > 0 {
         bail!("{failed} cells failed");
     }
     println!("dataset            {data}");
     println!(
         "cells              {} ({} shards × {} parameter sets), {} threads, cache {} MiB",
-        results.cells().len(),
+        results.recorded(),
         results.shards().len(),
-        results.sets().len(),
+        results.n_sets(),
         opts.threads,
         args.cache_mb
     );
@@ -138,11 +138,12 @@ fn main() -> anyhow::Result<()> {
 
     if let Some(path) = &args.reference {
         let reference = Reference::read(path)?;
-        let cells: Vec<_> = results
-            .rows()
-            .map(|(i, shard, outcome)| {
+        let rows = results.rows()?;
+        let cells: Vec<_> = rows
+            .iter()
+            .map(|(set, shard, outcome)| {
                 let m = outcome.as_ref().expect("no failures");
-                (shard.symbol(), &results.sets()[i], m)
+                (shard.symbol(), set, m)
             })
             .collect();
         println!("reference          {}", reference.check(cells)?);

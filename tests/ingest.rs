@@ -80,7 +80,9 @@ fn sweep_cells(dir: &Scratch) -> Vec<String> {
     let results = run(&sweep);
     results
         .rows()
-        .map(|(i, s, c)| format!("{} {} {c:?}", results.sets()[i], s.symbol()))
+        .unwrap()
+        .into_iter()
+        .map(|(set, s, c)| format!("{set} {} {c:?}", s.symbol()))
         .collect()
 }
 

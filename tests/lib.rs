@@ -149,8 +149,9 @@ pub fn read_w1_csv(path: &Path) -> W1Table {
 pub fn w1_table(results: &SweepResults) -> W1Table {
     results
         .rows()
-        .map(|(i, shard, outcome)| {
-            let set = &results.sets()[i];
+        .expect("the spool reads back")
+        .into_iter()
+        .map(|(set, shard, outcome)| {
             let int = |n: &str| match set.get(n) {
                 Some(gridtest::ParamValue::Int(v)) => *v,
                 other => panic!("{n} = {other:?}"),

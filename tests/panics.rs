@@ -64,7 +64,7 @@ fn sweep(bombs: Vec<i64>) -> Sweep {
 fn panics_fail_only_their_cells() {
     let results = run(&sweep(vec![0, 3, 5, 7]));
     assert_eq!(
-        results.cells().len(),
+        results.recorded(),
         3 * 4 * 2,
         "every cell has a final state"
     );
@@ -90,8 +90,12 @@ fn panics_fail_only_their_cells() {
     }
     // The surviving cells equal a sweep that never had the failing sets.
     let clean = run(&sweep(vec![0]));
-    for (i, shard, outcome) in clean.rows() {
-        let set = &clean.sets()[i];
-        assert_eq!(results.get(set, shard), Some(outcome), "[{set}] on {shard}");
+    let all = results.cells().unwrap();
+    for (set, shard, outcome) in clean.rows().unwrap() {
+        let key = gridtest::CellKey {
+            shard: shard.id(),
+            param_set: set.id(),
+        };
+        assert_eq!(all.get(&key), Some(&outcome), "[{set}] on {shard}");
     }
 }

@@ -15,9 +15,9 @@ fn library_sweep_reproduces_the_smoke_reference() {
         .data(data.display().to_string())
         .commission_bps(1.0);
     let results = run(&sweep);
-    assert_eq!(results.cells().len(), 2 * 955);
+    assert_eq!(results.recorded(), 2 * 955);
     assert_eq!(results.missing(), 0);
-    assert_eq!(results.failures().count(), 0);
+    assert_eq!(results.failed(), 0);
     let diff = compare_w1(&w1_table(&results), &read_w1_csv(&reference)).unwrap();
     assert_eq!(diff.cells, 1910);
     // Total return and drawdown come out bit for bit; Sharpe to rounding.

@@ -6,7 +6,7 @@
 mod plan;
 mod units;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -23,7 +23,10 @@ use crate::metrics::RankMetric;
 use crate::persist::{LedgerLog, SweepLock};
 use crate::progress::Progress;
 use crate::storage::Location;
-use crate::sweep::{CellKey, CellOutcome, Ledger, Sweep, SweepResults, Timings, output};
+use crate::sweep::{
+    CellKey, CellOutcome, CellSpool, Ledger, ResultParts, Sweep, SweepError, SweepResults, Timings,
+    output,
+};
 
 pub use plan::Plan;
 pub(crate) use plan::plan;
@@ -125,16 +128,33 @@ pub(crate) async fn execute(
     } else {
         setup.scorers.max(1)
     };
-    let (units, evaluations) = units::plan_units(&plan, &done, opts.unit_evals, parallelism)?;
+    let planned = units::plan_units(&plan, done, opts.unit_evals, parallelism)?;
     let load = plan.started.elapsed();
     tracing::info!(
-        units = units.len(),
+        units = planned.units.len(),
+        resumed = planned.resumed.len(),
         scorers = setup.scorers,
         load_ms = load.as_millis() as u64,
         "starting compute"
     );
-    let ledger = Ledger::resume(units, done).with_max_attempts(opts.max_attempts);
-    let outcome = run_actors(&plan, ledger, log, &loader, opts, &setup).await;
+    let resumed_failed = planned
+        .resumed
+        .iter()
+        .filter(|c| c.outcome.is_err())
+        .count();
+    let ledger = Ledger::new(plan.grid.clone(), planned.units)
+        .with_resumed(planned.resumed.len(), resumed_failed)
+        .with_max_attempts(opts.max_attempts);
+    let workspace = tempfile::Builder::new()
+        .prefix("gridtest-sweep-")
+        .tempdir()
+        .map_err(|e| output_error(&std::env::temp_dir(), e))?;
+    let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.shards)?;
+    for cell in &planned.resumed {
+        spool.push(cell)?;
+    }
+    drop(planned.resumed);
+    let outcome = run_actors(&plan, ledger, log, spool, &loader, opts, &setup).await;
     loader.stop(None);
     let _ = loader_task.await;
     let outcome = outcome?;
@@ -142,20 +162,36 @@ pub(crate) async fn execute(
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
     }
+    let spool = outcome
+        .spool
+        .map_err(|why| output_error(&workspace.path().join("cells"), why))?;
+    let compute_end = std::time::Instant::now();
+    let subject = output::Subject {
+        grid: &plan.grid,
+        shards: &plan.shards,
+        metric: opts.rank_by,
+    };
+    let rendered = output::render(&spool, &subject, &workspace.path().join("out")).await?;
+    tracing::info!(
+        cells = rendered.cells,
+        ms = compute_end.elapsed().as_millis() as u64,
+        "outputs rendered"
+    );
     let timings = Timings {
         load,
         compute: outcome.compute_wall,
         wall: plan.started.elapsed(),
-        evaluations,
+        evaluations: planned.evaluations,
     };
-    let mut results = SweepResults::new(
-        &plan.strategy,
-        &plan.grid,
-        plan.sets,
-        plan.shards,
-        outcome.ledger.into_cells(),
+    let mut results = SweepResults::new(ResultParts {
+        strategy: plan.strategy,
+        grid: plan.grid,
+        shards: plan.shards,
+        spool,
+        rendered,
+        workspace,
         timings,
-    )
+    })
     .with_run_info(
         sweep_id.clone(),
         outcome.computed,
@@ -166,7 +202,7 @@ pub(crate) async fn execute(
         results.set_persist_failure(why);
     }
     if let Some(root) = &opts.results {
-        persist_results(&mut results, root, opts.rank_by).await;
+        persist_results(&mut results, root).await;
     }
     if let Some(lock) = lock {
         lock.release().await;
@@ -211,21 +247,8 @@ async fn open_ledger(
     };
     let sweep_id = plan.spec.id();
     let spec_json = serde_json::to_vec_pretty(&plan.spec).expect("specs serialise");
-    let (log, mut done) = LedgerLog::open(root, &sweep_id, &spec_json).await?;
-    let wanted: BTreeSet<CellKey> = plan
-        .shards
-        .iter()
-        .flat_map(|sh| {
-            let id = sh.id();
-            plan.sets.iter().map(move |s| CellKey {
-                shard: id.clone(),
-                param_set: s.id(),
-            })
-        })
-        .collect();
-    done.retain(|k, _| wanted.contains(k));
-    tracing::info!(sweep = %sweep_id, root = %root, resumed = done.len(),
-        total = plan.shards.len() * plan.sets.len(), "sweep ledger opened");
+    let (log, done) = LedgerLog::open(root, &sweep_id, &spec_json).await?;
+    tracing::info!(sweep = %sweep_id, root = %root, recorded = done.len(), "sweep ledger opened");
     Ok((Some(log), done))
 }
 
@@ -235,6 +258,7 @@ async fn run_actors(
     plan: &Plan,
     ledger: Ledger,
     log: Option<LedgerLog>,
+    spool: CellSpool,
     loader: &ActorRef<ShardLoaderMsg>,
     opts: &RunOptions,
     setup: &NodeSetup,
@@ -246,6 +270,7 @@ async fn run_actors(
         dataset: plan.dataset.url().to_string(),
         kind: plan.dataset.kind(),
         exec: plan.exec.clone(),
+        grid: plan.grid.clone(),
     };
     let (supervisor, supervisor_task) = Actor::spawn(
         None,
@@ -255,6 +280,7 @@ async fn run_actors(
             ledger,
             context,
             log,
+            spool,
             timing: setup.timing,
             done: done_tx,
             wait_for_nodes: opts.wait_for_nodes,
@@ -302,21 +328,29 @@ async fn run_actors(
     outcome
 }
 
-/// Writes the results, leaderboard and spec beside the ledger under the results root. A store
-/// that fails now must not cost the computed cells: they stay in `results` (and go to the local
-/// output); the failure is recorded in them.
-async fn persist_results(results: &mut SweepResults, root: &Location, rank_by: RankMetric) {
+/// Uploads the output files beside the ledger under the results root. A store that fails now
+/// must not cost the computed cells: they stay in `results` (and go to the local output); the
+/// failure is recorded in them.
+async fn persist_results(results: &mut SweepResults, root: &Location) {
     let Some(sweep_id) = results.run_info().map(|i| i.sweep_id.clone()) else {
         return;
     };
     let dir = root.join(&format!("sweeps/{sweep_id}"));
-    match output::write_to_store(results, &results.leaderboard(rank_by), &dir).await {
+    match output::write_to_store(results.output_dir(), &dir).await {
         Ok(()) => tracing::info!(sweep = %sweep_id, at = %dir, "sweep persisted"),
         Err(e) => {
             tracing::error!(sweep = %sweep_id, error = %e, "could not persist the sweep");
             results.set_persist_failure(format!("{dir}: {e}"));
         }
     }
+}
+
+fn output_error(path: &std::path::Path, e: impl std::fmt::Display) -> Error {
+    SweepError::Output {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+    .into()
 }
 
 /// Runs a sweep in this process: a shard loader, a supervisor and `threads` scorers.

@@ -11,7 +11,9 @@ mod moments;
 
 use serde::{Deserialize, Serialize};
 
-pub use columns::{METRIC_COLUMNS, MetricColumn, MetricValue, bitwise_equal, metric_column};
+pub use columns::{
+    METRIC_COLUMNS, MetricColumn, MetricValue, bitwise_equal, metric_column, metrics_from,
+};
 pub use drawdown::Drawdown;
 pub use moments::Moments;
 
@@ -19,7 +21,7 @@ pub use moments::Moments;
 ///
 /// Definitions (see `docs/execution-model.md`): per-period returns `r[t] = E[t]/E[t-1] - 1` over
 /// the `n_ticks - 1` periods, flat periods included as 0, fees included.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
     /// Events replayed (ticks or bars).
     pub n_ticks: u64,

@@ -18,9 +18,20 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use constraint::{CmpOp, Constraint, Operand};
-pub use expand::{GridIter, GridSlice};
+pub use expand::{GridIter, GridSlice, SetExpander};
 pub use grid::{Axis, Grid, GridError, GridProblem};
 pub use value::{ParamKind, ParamValue};
+
+/// Where a parameter set sits in its grid: its `index` among the grid's sets (grid order,
+/// constraints applied) and its `position` in the cartesian product (see [`Grid::slice`]). Both
+/// name the same set on every node, so work can refer to sets without carrying them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SetPlace {
+    /// Index among the grid's sets.
+    pub index: u64,
+    /// Position in the grid's cartesian product.
+    pub position: u64,
+}
 
 /// Stable identifier of a parameter set: a hash of its canonical encoding, shown as 16 hex digits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -291,7 +291,7 @@ fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport>
             out: report.out_dir.display().to_string(),
         });
     }
-    let failed = report.results.failures().count();
+    let failed = report.results.failed();
     if failed > 0 && !allow_failed_cells {
         let first = report
             .results
@@ -301,7 +301,7 @@ fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport>
             .unwrap_or_default();
         return Err(Error::FailedCells {
             failed,
-            cells: report.results.cells().len(),
+            cells: report.results.recorded(),
             first,
             out: report.out_dir.display().to_string(),
         });
@@ -342,19 +342,18 @@ async fn replay(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions) -> Result
 
 /// Prints and writes a finished sweep.
 fn report(results: SweepResults, args: &RunArgs, out_dir: PathBuf) -> Result<SweepReport> {
-    let rank_by = args.rank_by.unwrap_or(RankMetric::Sharpe);
-    let leaderboard = results.leaderboard(rank_by);
-    output::write_all(&results, &leaderboard, &out_dir)?;
+    let leaderboard = results.leaderboard().clone();
+    output::write_all(results.output_dir(), &out_dir)?;
 
     println!("{}", leaderboard.table(args.top));
     let t = &results.timings;
-    let cells = results.cells().len();
-    let failed = results.failures().count();
+    let cells = results.recorded();
+    let failed = results.failed();
     println!(
         "{cells} cells ({failed} failed) over {} shards × {} parameter sets in {:.2}s \
          (load {:.2}s, compute {:.2}s: {:.3e} tick-parameter evaluations/s)",
         results.shards().len(),
-        results.sets().len(),
+        results.n_sets(),
         t.wall.as_secs_f64(),
         t.load.as_secs_f64(),
         t.compute.as_secs_f64(),

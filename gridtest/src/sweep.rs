@@ -7,6 +7,7 @@ mod leaderboard;
 mod ledger;
 mod node_stats;
 pub mod output;
+pub mod spool;
 mod sweep_id;
 mod work_unit;
 
@@ -19,15 +20,17 @@ use serde::{Deserialize, Serialize};
 pub use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use error::SweepError;
 pub use fleet::{Fleet, FleetRules, Gate, NodeView, SlowNode};
-pub use leaderboard::{LeaderRow, Leaderboard};
-pub use ledger::{Completion, DEFAULT_MAX_ATTEMPTS, Ledger, LedgerStats, WorkerId};
+pub use leaderboard::{LEADERBOARD_ROWS, LeaderCsv, LeaderRow, Leaderboard};
+pub use ledger::{
+    Completion, DEFAULT_MAX_ATTEMPTS, FinalCell, Ledger, LedgerStats, SetResult, WorkerId,
+};
 pub use node_stats::NodeStats;
+pub use spool::{CellSpool, Spool, SpoolRow};
 pub use sweep_id::SweepId;
-pub use work_unit::{UnitId, WorkUnit, chunk_size};
+pub use work_unit::{SetSpan, UnitId, WorkUnit, chunk_size};
 
 use crate::data::Shard;
 use crate::engine::ExecModel;
-use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamSet};
 use crate::registry::{StrategyEntry, StrategyError, entry, find_strategy};
 use crate::strategy::RegisteredStrategy;
@@ -237,15 +240,24 @@ impl Timings {
     }
 }
 
-/// Everything a finished sweep produced: every cell, keyed by (parameter set, shard).
+/// What a finished sweep produced: counts, the best parameter sets, the first failures, and
+/// every cell in its output files (`results.csv`, `results.parquet`, `leaderboard.csv` under
+/// [`SweepResults::output_dir`]) and spool. Memory does not grow with the grid: cells are read
+/// back only on demand ([`SweepResults::cells`], [`SweepResults::rows`]).
+///
+/// The files live in a private temporary folder removed when the last clone of these results
+/// is dropped; copy them with [`output::write_all`] to keep them.
 #[derive(Clone, Debug)]
 pub struct SweepResults {
     strategy: String,
     version: String,
-    axes: Vec<String>,
-    sets: Vec<ParamSet>,
+    grid: Grid,
+    n_sets: usize,
     shards: Vec<Shard>,
-    cells: BTreeMap<CellKey, CellOutcome>,
+    spool: Spool,
+    rendered: output::Rendered,
+    /// Holds the spool and the output files.
+    _workspace: std::sync::Arc<tempfile::TempDir>,
     /// Where the time went.
     pub timings: Timings,
     run_info: Option<RunInfo>,
@@ -267,23 +279,29 @@ pub struct RunInfo {
     pub persist_failure: Option<String>,
 }
 
+/// The parts [`SweepResults`] are made of, as the execution hands them over.
+pub(crate) struct ResultParts {
+    pub(crate) strategy: StrategyEntry,
+    pub(crate) grid: Grid,
+    pub(crate) shards: Vec<Shard>,
+    pub(crate) spool: Spool,
+    pub(crate) rendered: output::Rendered,
+    pub(crate) workspace: tempfile::TempDir,
+    pub(crate) timings: Timings,
+}
+
 impl SweepResults {
-    pub(crate) fn new(
-        strategy: &StrategyEntry,
-        grid: &Grid,
-        sets: Vec<ParamSet>,
-        shards: Vec<Shard>,
-        cells: BTreeMap<CellKey, CellOutcome>,
-        timings: Timings,
-    ) -> Self {
+    pub(crate) fn new(parts: ResultParts) -> Self {
         Self {
-            strategy: strategy.name.to_owned(),
-            version: strategy.version.to_owned(),
-            axes: grid.axes().iter().map(|a| a.name.clone()).collect(),
-            sets,
-            shards,
-            cells,
-            timings,
+            strategy: parts.strategy.name.to_owned(),
+            version: parts.strategy.version.to_owned(),
+            n_sets: parts.grid.len(),
+            grid: parts.grid,
+            shards: parts.shards,
+            spool: parts.spool,
+            rendered: parts.rendered,
+            _workspace: std::sync::Arc::new(parts.workspace),
+            timings: parts.timings,
             run_info: None,
         }
     }
@@ -332,13 +350,19 @@ impl SweepResults {
     /// Axis names in grid order.
     #[must_use]
     pub fn axes(&self) -> &[String] {
-        &self.axes
+        &self.rendered.leaderboard.axes
     }
 
-    /// Parameter sets in grid order.
+    /// The grid.
     #[must_use]
-    pub fn sets(&self) -> &[ParamSet] {
-        &self.sets
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+
+    /// Parameter sets of the grid.
+    #[must_use]
+    pub fn n_sets(&self) -> usize {
+        self.n_sets
     }
 
     /// Shards.
@@ -347,51 +371,84 @@ impl SweepResults {
         &self.shards
     }
 
-    /// Cells by key.
+    /// Cells with a final state.
     #[must_use]
-    pub fn cells(&self) -> &BTreeMap<CellKey, CellOutcome> {
-        &self.cells
-    }
-
-    /// The outcome of one cell.
-    #[must_use]
-    pub fn get(&self, set: &ParamSet, shard: &Shard) -> Option<&CellOutcome> {
-        self.cells.get(&CellKey {
-            shard: shard.id(),
-            param_set: set.id(),
-        })
-    }
-
-    /// `(index of the parameter set, shard, outcome)` for every recorded cell, in shard order
-    /// then grid order.
-    pub fn rows(&self) -> impl Iterator<Item = (usize, &Shard, &CellOutcome)> {
-        self.shards.iter().flat_map(move |shard| {
-            let id = shard.id();
-            self.sets.iter().enumerate().filter_map(move |(i, set)| {
-                let key = CellKey {
-                    shard: id.clone(),
-                    param_set: set.id(),
-                };
-                self.cells.get(&key).map(|c| (i, shard, c))
-            })
-        })
+    pub fn recorded(&self) -> usize {
+        self.rendered.cells
     }
 
     /// Cells expected but not recorded (0 for a finished sweep).
     #[must_use]
     pub fn missing(&self) -> usize {
-        self.sets.len() * self.shards.len() - self.rows().count()
+        (self.n_sets * self.shards.len()).saturating_sub(self.recorded())
     }
 
-    /// Failed cells with their parameter set and shard.
-    pub fn failures(&self) -> impl Iterator<Item = (&ParamSet, &Shard, &CellFailure)> {
-        self.rows()
-            .filter_map(|(i, shard, c)| c.as_ref().err().map(|f| (&self.sets[i], shard, f)))
-    }
-
-    /// The leaderboard by `metric`.
+    /// Cells whose final state is a failure.
     #[must_use]
-    pub fn leaderboard(&self, metric: RankMetric) -> Leaderboard {
-        Leaderboard::build(self, metric)
+    pub fn failed(&self) -> usize {
+        self.rendered.failed
+    }
+
+    /// The first failed cells in grid order, with their parameter set and shard (at most
+    /// [`output::FAILURES_HELD`]; [`SweepResults::failed`] counts them all).
+    pub fn failures(&self) -> impl Iterator<Item = (&ParamSet, &Shard, &CellFailure)> {
+        self.rendered.failures.iter().map(|(p, s, f)| (p, s, f))
+    }
+
+    /// The best parameter sets by the run's ranking metric (every set is in
+    /// `leaderboard.csv`).
+    #[must_use]
+    pub fn leaderboard(&self) -> &Leaderboard {
+        &self.rendered.leaderboard
+    }
+
+    /// The folder holding `results.csv`, `results.parquet` and `leaderboard.csv`.
+    #[must_use]
+    pub fn output_dir(&self) -> &std::path::Path {
+        &self.rendered.dir
+    }
+
+    /// Every cell by key, read back from the spool: memory grows with the grid, so this is for
+    /// small sweeps and tests.
+    ///
+    /// # Errors
+    /// [`SweepError::Output`] if the spool cannot be read.
+    pub fn cells(&self) -> Result<BTreeMap<CellKey, CellOutcome>, SweepError> {
+        Ok(self
+            .spool
+            .read_all()?
+            .into_iter()
+            .filter_map(|r| {
+                let shard = self.shards.get(r.shard as usize)?;
+                Some((
+                    CellKey {
+                        shard: shard.id(),
+                        param_set: r.param_set,
+                    },
+                    r.outcome,
+                ))
+            })
+            .collect())
+    }
+
+    /// Every cell with its parameter set and shard, in grid order then shard order, read back
+    /// from the spool (see [`SweepResults::cells`]).
+    ///
+    /// # Errors
+    /// [`SweepError::Output`] if the spool cannot be read.
+    pub fn rows(&self) -> Result<Vec<(ParamSet, Shard, CellOutcome)>, SweepError> {
+        let mut rows = self.spool.read_all()?;
+        rows.sort_by_key(|r| (r.place.index, r.shard));
+        let expander = self.grid.expander();
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                Some((
+                    expander.set_at(r.place.position)?,
+                    self.shards.get(r.shard as usize)?.clone(),
+                    r.outcome,
+                ))
+            })
+            .collect())
     }
 }

@@ -1,30 +1,33 @@
-//! `LedgerWriter`: persists a sweep's final cells beside the supervisor, so that a slow or
-//! failing results store never stalls leasing.
+//! `LedgerWriter`: writes a sweep's final cells beside the supervisor, so that neither a slow or
+//! failing results store nor the local disk ever stalls leasing: every cell goes to the sweep's
+//! spool (local Parquet parts the outputs are computed from) and, when the sweep is persisted,
+//! to its ledger log.
 //!
 //! The supervisor casts each batch of newly final cells ([`LedgerWriterMsg::Append`]); the writer
-//! buffers them and writes a segment at most once per flush period, in its own mailbox (an S3
+//! spools them at once, buffers them for the log and writes a segment at most once per flush
+//! period, in its own mailbox (an S3
 //! flush may retry for many seconds, longer than a node's silence limit, which must not count
 //! against the nodes). One flush is scheduled at a time, so a store that is down does not pile
 //! up messages. At the end the supervisor calls
-//! [`LedgerWriterMsg::Finish`]: the writer flushes what is left and answers whether every cell
-//! was persisted.
+//! [`LedgerWriterMsg::Finish`]: the writer flushes what is left and answers with the spool and
+//! whether every cell was persisted.
 
 use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use crate::engine::{CellKey, CellOutcome};
 use crate::persist::LedgerLog;
+use crate::sweep::{CellSpool, FinalCell, Spool};
 
 /// Messages of the [`LedgerWriter`].
 pub enum LedgerWriterMsg {
     /// Cells made final (buffered until the next flush).
-    Append(Vec<(CellKey, CellOutcome)>),
+    Append(Vec<FinalCell>),
     /// Write the buffered cells as a segment (scheduled by the writer itself; a failure is
     /// retried one period later).
     Flush,
-    /// Write everything left and answer `None`, or why some cells could not be persisted.
-    Finish(RpcReplyPort<Option<String>>),
+    /// Write everything left and answer with the spool.
+    Finish(RpcReplyPort<WriterOutcome>),
 }
 
 // Local only: never crosses the wire.
@@ -40,19 +43,56 @@ impl std::fmt::Debug for LedgerWriterMsg {
     }
 }
 
-/// The ledger writer actor (one per persisted sweep, on the head).
+/// What the writer answers at the end.
+#[derive(Debug)]
+pub struct WriterOutcome {
+    /// Every final cell, or why the spool could not be written.
+    pub spool: Result<Spool, String>,
+    /// Why some cells could not be persisted to the ledger log, if they could not.
+    pub persist_failure: Option<String>,
+}
+
+/// The ledger writer actor (one per sweep, on the head).
 #[derive(Debug, Default)]
 pub struct LedgerWriter;
 
-/// Its state: the log and its flush schedule.
+/// Its state: the spool, the log and its flush schedule.
 #[derive(Debug)]
 pub struct LedgerWriterState {
-    log: LedgerLog,
+    spool: Option<CellSpool>,
+    /// Why the spool failed (it takes nothing after its first failure).
+    spool_failure: Option<String>,
+    log: Option<LedgerLog>,
     every: Duration,
     scheduled: bool,
 }
 
+/// What the [`LedgerWriter`] starts with.
+#[derive(Debug)]
+pub struct LedgerWriterArgs {
+    /// The sweep's spool.
+    pub spool: CellSpool,
+    /// Its ledger log, when it is persisted.
+    pub log: Option<LedgerLog>,
+    /// The log's flush period.
+    pub every: Duration,
+}
+
 impl LedgerWriterState {
+    fn spool_cells(&mut self, cells: &[FinalCell]) {
+        let Some(spool) = &mut self.spool else { return };
+        if self.spool_failure.is_some() {
+            return;
+        }
+        for cell in cells {
+            if let Err(e) = spool.push(cell) {
+                tracing::error!(error = %e, "could not spool cells");
+                self.spool_failure = Some(e.to_string());
+                return;
+            }
+        }
+    }
+
     fn schedule(&mut self, myself: &ActorRef<LedgerWriterMsg>) {
         if !self.scheduled {
             self.scheduled = true;
@@ -64,17 +104,18 @@ impl LedgerWriterState {
 impl Actor for LedgerWriter {
     type Msg = LedgerWriterMsg;
     type State = LedgerWriterState;
-    /// The log and the flush period.
-    type Arguments = (LedgerLog, Duration);
+    type Arguments = LedgerWriterArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        (log, every): (LedgerLog, Duration),
+        args: LedgerWriterArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(LedgerWriterState {
-            log,
-            every,
+            spool: Some(args.spool),
+            spool_failure: None,
+            log: args.log,
+            every: args.every,
             scheduled: false,
         })
     }
@@ -87,30 +128,43 @@ impl Actor for LedgerWriter {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             LedgerWriterMsg::Append(cells) => {
-                for (key, outcome) in &cells {
-                    state.log.push(key, outcome);
+                state.spool_cells(&cells);
+                if let Some(log) = &mut state.log {
+                    for cell in &cells {
+                        log.push(cell);
+                    }
+                    state.schedule(&myself);
                 }
-                state.schedule(&myself);
             }
             LedgerWriterMsg::Flush => {
                 state.scheduled = false;
-                match state.log.flush().await {
-                    Ok(()) => tracing::debug!(written = state.log.written(), "ledger flushed"),
-                    Err(e) => {
-                        tracing::error!(error = %e, "could not persist cells; will retry");
-                        state.schedule(&myself);
+                if let Some(log) = &mut state.log {
+                    match log.flush().await {
+                        Ok(()) => tracing::debug!(written = log.written(), "ledger flushed"),
+                        Err(e) => {
+                            tracing::error!(error = %e, "could not persist cells; will retry");
+                            state.schedule(&myself);
+                        }
                     }
                 }
             }
             LedgerWriterMsg::Finish(reply) => {
-                let failure = match state.log.flush().await {
-                    Ok(()) => None,
-                    Err(e) => {
+                let persist_failure = match &mut state.log {
+                    Some(log) => log.flush().await.err().map(|e| {
                         tracing::error!(error = %e, "could not persist the last cells");
-                        Some(format!("the ledger's last cells: {e}"))
-                    }
+                        format!("the ledger's last cells: {e}")
+                    }),
+                    None => None,
                 };
-                let _ = reply.send(failure);
+                let spool = match (state.spool.take(), state.spool_failure.take()) {
+                    (Some(spool), None) => spool.finish().map_err(|e| e.to_string()),
+                    (_, Some(why)) => Err(why),
+                    (None, None) => Err("the spool was finished already".to_owned()),
+                };
+                let _ = reply.send(WriterOutcome {
+                    spool,
+                    persist_failure,
+                });
                 myself.stop(Some("sweep complete".to_owned()));
             }
         }

@@ -13,9 +13,8 @@ use crate::data::{Shard, ShardId};
 use crate::engine::ExecModel;
 use crate::metrics::RankMetric;
 use crate::params::Grid;
-use crate::params::ParamSetId;
 use crate::strategy::DataKind;
-use crate::sweep::{CellFailure, CellOutcome, UnitId, WorkUnit, WorkerId};
+use crate::sweep::{CellFailure, SetResult, UnitId, WorkUnit, WorkerId};
 
 /// Process group of sweep coordinators (heads serving submissions).
 pub const COORDINATORS: &str = "coordinators";
@@ -40,6 +39,9 @@ pub struct SweepContext {
     pub kind: DataKind,
     /// Execution model.
     pub exec: ExecModel,
+    /// The grid, from which a scorer expands the sets of a unit (its axes and constraints: a
+    /// few bytes per axis value).
+    pub grid: Grid,
 }
 
 /// A scorer asks for work.
@@ -78,7 +80,7 @@ pub struct UnitReport {
     /// Its shard.
     pub shard: Shard,
     /// One outcome per parameter set, or one failure for the whole unit.
-    pub results: Result<Vec<(ParamSetId, CellOutcome)>, CellFailure>,
+    pub results: Result<Vec<SetResult>, CellFailure>,
     /// Tick-parameter evaluations it took.
     pub evaluations: u64,
     /// Milliseconds it took, getting the shard included.

@@ -23,7 +23,7 @@ use crate::data::{Dataset, ShardInfo, ShardReader};
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
 use crate::registry::{StrategyEntry, find_strategy};
-use crate::sweep::{CellFailure, CellOutcome, FailureKind, WorkerId};
+use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, WorkerId};
 
 /// Messages of a [`Scorer`] (local).
 #[derive(Debug)]
@@ -240,10 +240,15 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
     let started = Instant::now();
     let context = leases[0].context.clone();
     let shard = leases[0].unit.shard.clone();
-    let sets: Vec<ParamSet> = leases
-        .iter()
-        .flat_map(|l| l.unit.sets.iter().cloned())
-        .collect();
+    let mut places = Vec::new();
+    let mut sets = Vec::new();
+    for lease in &leases {
+        for (place, set) in lease.unit.sets.expand(&context.grid) {
+            places.push(place);
+            sets.push(set);
+        }
+    }
+    let ids: Vec<_> = sets.iter().map(ParamSet::id).collect();
     let total = sets.len().max(1);
     let (results, rows) = match (
         find_strategy(&context.strategy),
@@ -262,17 +267,20 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
         (_, Err(e)) => (Err(CellFailure::new(FailureKind::Data, e.to_string())), 0),
     };
     let busy_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut outcomes = results.map(Vec::into_iter);
+    let mut outcomes = results.map(|all| places.into_iter().zip(ids).zip(all));
     leases
         .into_iter()
         .map(|Lease { context, unit }| {
             let n = unit.sets.len();
             let results = match &mut outcomes {
-                Ok(all) => Ok(unit
-                    .sets
-                    .iter()
-                    .map(ParamSet::id)
-                    .zip(all.by_ref().take(n))
+                Ok(all) => Ok(all
+                    .by_ref()
+                    .take(n)
+                    .map(|((place, param_set), outcome)| SetResult {
+                        place,
+                        param_set,
+                        outcome,
+                    })
                     .collect()),
                 Err(failure) => Err(failure.clone()),
             };

@@ -23,7 +23,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
-use super::ledger_writer::{LedgerWriter, LedgerWriterMsg};
+use super::ledger_writer::{LedgerWriter, LedgerWriterArgs, LedgerWriterMsg, WriterOutcome};
 use crate::actors::messages::{
     AGENTS, Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext,
     UnitReport,
@@ -31,7 +31,7 @@ use crate::actors::messages::{
 use crate::actors::wire::Wire;
 use crate::persist::LedgerLog;
 use crate::progress::Progress;
-use crate::sweep::{Completion, Fleet, FleetRules, Gate, Ledger, NodeStats};
+use crate::sweep::{CellSpool, Completion, Fleet, FleetRules, Gate, Ledger, NodeStats, Spool};
 
 /// How long the end of a sweep waits for the ledger writer's last flush (a remote store
 /// retries each write for up to `GRIDTEST_STORE_RETRY_S`).
@@ -43,12 +43,12 @@ const SLOW_FRACTION: f64 = 0.5;
 /// What the supervisor hands back when every cell is final.
 #[derive(Debug)]
 pub struct SupervisorOutcome {
-    /// The ledger, every cell final.
-    pub ledger: Ledger,
-    /// From the first lease to the last result.
-    pub compute_wall: Duration,
+    /// Every final cell (those resumed included), or why they could not be spooled.
+    pub spool: Result<Spool, String>,
     /// Cells made final by this run (not resumed from a persisted ledger).
     pub computed: usize,
+    /// From the first lease to the last result.
+    pub compute_wall: Duration,
     /// Per node.
     pub nodes: BTreeMap<String, NodeStats>,
     /// Per GPU scorer (`node/gpuD-K`).
@@ -93,6 +93,8 @@ pub struct SupervisorArgs {
     pub progress: Progress,
     /// The persisted ledger, if any.
     pub log: Option<LedgerLog>,
+    /// Where every final cell is spooled (resumed cells already in it).
+    pub spool: CellSpool,
     /// Timing.
     pub timing: SupervisorTiming,
     /// Where the outcome goes.
@@ -111,6 +113,7 @@ pub struct SupervisorState {
     done: Option<oneshot::Sender<SupervisorOutcome>>,
     /// Agent actor id (as shown by this node) → node name.
     agents: HashMap<String, String>,
+    /// Cells this run made final.
     computed: usize,
     last_progress: Instant,
     /// Whether the sweep's strategy has device code (GPU scorers may take its units).
@@ -245,6 +248,7 @@ impl SupervisorState {
             }
         };
         let journal = ledger.take_journal();
+        self.computed += journal.len();
         if let Some(writer) = &self.writer
             && !journal.is_empty()
         {
@@ -255,7 +259,6 @@ impl SupervisorState {
             Completion::Accepted { new, .. } => new,
             Completion::Duplicate => 0,
         };
-        self.computed += new;
         let busy = Duration::from_millis(busy_ms);
         self.fleet
             .reported(&worker, new, evaluations, busy, Instant::now());
@@ -283,27 +286,33 @@ impl Supervisor {
         if !state.ledger.as_ref().is_some_and(Ledger::is_finished) {
             return;
         }
-        let persist_failure = match state.writer.take() {
+        let written = match state.writer.take() {
             Some(writer) => match writer
                 .call(LedgerWriterMsg::Finish, Some(FINISH_TIMEOUT))
                 .await
             {
-                Ok(CallResult::Success(failure)) => failure,
-                _ => Some("the ledger writer did not answer".to_owned()),
+                Ok(CallResult::Success(outcome)) => outcome,
+                _ => WriterOutcome {
+                    spool: Err("the ledger writer did not answer".to_owned()),
+                    persist_failure: Some("the ledger writer did not answer".to_owned()),
+                },
             },
-            None => None,
+            None => WriterOutcome {
+                spool: Err("the ledger writer was stopped".to_owned()),
+                persist_failure: None,
+            },
         };
         state.progress.finish();
         state.flag_slow_nodes();
         state.log_progress();
-        if let (Some(ledger), Some(done)) = (state.ledger.take(), state.done.take()) {
+        if let (Some(_), Some(done)) = (state.ledger.take(), state.done.take()) {
             let outcome = SupervisorOutcome {
-                ledger,
-                compute_wall: state.fleet.compute_wall(Instant::now()),
+                spool: written.spool,
                 computed: state.computed,
+                compute_wall: state.fleet.compute_wall(Instant::now()),
                 nodes: state.fleet.node_stats(),
                 gpu_slots: state.fleet.gpu_slots().clone(),
-                persist_failure,
+                persist_failure: written.persist_failure,
             };
             let _ = done.send(outcome);
         }
@@ -353,19 +362,18 @@ impl Actor for Supervisor {
         ractor::pg::monitor_scope(SCOPE.to_owned(), myself.get_cell());
         let gpu_capable = crate::registry::find_strategy(&args.context.strategy)
             .is_ok_and(|e| (e.gpu)().is_some());
-        let writer = match args.log {
-            Some(log) => Some(
-                Actor::spawn_linked(
-                    None,
-                    LedgerWriter,
-                    (log, args.timing.heartbeat / 2),
-                    myself.get_cell(),
-                )
-                .await?
-                .0,
-            ),
-            None => None,
-        };
+        let (writer, _) = Actor::spawn_linked(
+            None,
+            LedgerWriter,
+            LedgerWriterArgs {
+                spool: args.spool,
+                log: args.log,
+                every: args.timing.heartbeat / 2,
+            },
+            myself.get_cell(),
+        )
+        .await?;
+        let writer = Some(writer);
         let rules = FleetRules {
             wait_for_nodes: args.wait_for_nodes,
             wait_limit: WAIT_FOR_NODES_LIMIT,

@@ -102,13 +102,10 @@ impl Coordinator {
                 ))
             }) {
                 Ok(results) => SweepState::Done {
-                    cells: results.cells().len(),
-                    failed: results.failures().count(),
+                    cells: results.recorded(),
+                    failed: results.failed(),
                     persisted_at,
-                    leaderboard: results
-                        .leaderboard(request.rank_by)
-                        .table(request.top)
-                        .to_string(),
+                    leaderboard: results.leaderboard().table(request.top).to_string(),
                 },
                 Err(e) => SweepState::Failed {
                     error: e.to_string(),

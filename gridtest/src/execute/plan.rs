@@ -8,7 +8,7 @@ use futures::future::join_all;
 use crate::data::{DataError, Dataset, Shard, ShardInfo, ShardReader};
 use crate::engine::ExecModel;
 use crate::error::Result;
-use crate::params::{Grid, ParamSet};
+use crate::params::Grid;
 use crate::persist::SweepSpec;
 use crate::registry::StrategyEntry;
 use crate::sweep::Sweep;
@@ -20,7 +20,6 @@ pub struct Plan {
     pub(crate) exec: ExecModel,
     pub(crate) dataset: Dataset,
     pub(crate) shards: Vec<Shard>,
-    pub(crate) sets: Vec<ParamSet>,
     pub(crate) infos: Vec<std::result::Result<ShardInfo, DataError>>,
     pub(crate) spec: SweepSpec,
     pub(crate) started: Instant,
@@ -56,9 +55,9 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
             "not data: ignored (recorded in the sweep's spec)");
     }
     let shards = data.shards.clone();
-    let sets: Vec<ParamSet> = sweep.grid_ref().iter().collect();
+    let n_sets = sweep.grid_ref().len();
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
-        param_sets = sets.len(), cells = shards.len() * sets.len(), "sweep planned");
+        param_sets = n_sets, cells = shards.len() * n_sets, "sweep planned");
     let reader = ShardReader::try_new(&dataset)?;
     let mut listed = Vec::with_capacity(shards.len());
     for s in &shards {
@@ -95,7 +94,6 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         exec: sweep.exec_model().clone(),
         dataset,
         shards,
-        sets,
         infos,
         spec,
         started,

@@ -1,52 +1,101 @@
-//! Cutting a planned sweep into work units: per shard, the parameter sets not yet final, in
-//! chunks of about `unit_evals` evaluations (finer when there would be too few units to keep
-//! every scorer busy).
+//! Cutting a planned sweep into work units: per shard, the grid's sets not yet final, as runs
+//! of consecutive sets of about `unit_evals` evaluations (finer when there would be too few
+//! units to keep every scorer busy). The grid is walked, never collected: a unit names its
+//! span of the grid, and only cells resumed from the persisted ledger are looked up by id.
 
 use std::collections::BTreeMap;
 
 use super::plan::Plan;
 use crate::data::ShardInfo;
 use crate::error::{Error, Result};
-use crate::params::ParamSet;
-use crate::sweep::{CellKey, CellOutcome, UnitId, WorkUnit, chunk_size};
+use crate::params::SetPlace;
+use crate::sweep::{CellKey, CellOutcome, FinalCell, SetSpan, UnitId, WorkUnit, chunk_size};
 
-/// The units of `plan` that `done` does not cover, and the evaluations they cost.
+/// The work left of a sweep.
+pub(super) struct Planned {
+    /// Units covering every cell not yet final.
+    pub(super) units: Vec<WorkUnit>,
+    /// Tick-parameter evaluations they cost.
+    pub(super) evaluations: u64,
+    /// Cells of this sweep final already (from the persisted ledger).
+    pub(super) resumed: Vec<FinalCell>,
+}
+
+/// The units of `plan` that `done` (cells read back from the persisted ledger) does not cover.
+/// Cells of `done` that are not part of this plan are dropped.
 pub(super) fn plan_units(
     plan: &Plan,
-    done: &BTreeMap<CellKey, CellOutcome>,
+    mut done: BTreeMap<CellKey, CellOutcome>,
     unit_evals: u64,
     parallelism: usize,
-) -> Result<(Vec<WorkUnit>, u64)> {
-    let mut units = Vec::new();
-    let mut evaluations = 0u64;
+) -> Result<Planned> {
+    let n_sets = plan.grid.len();
+    let mut planned = Planned {
+        units: Vec::new(),
+        evaluations: 0,
+        resumed: Vec::new(),
+    };
     for (shard, info) in plan.shards.iter().zip(&plan.infos) {
         let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
         let id = shard.id();
-        let todo: Vec<ParamSet> = plan
-            .sets
-            .iter()
-            .filter(|s| {
-                !done.contains_key(&CellKey {
-                    shard: id.clone(),
-                    param_set: s.id(),
-                })
-            })
-            .cloned()
-            .collect();
-        evaluations += rows * todo.len() as u64;
-        let chunk = chunk_size(todo.len(), rows, unit_evals, parallelism);
-        for chunk in todo.chunks(chunk.max(1)) {
-            let id = u32::try_from(units.len()).map_err(|_| Error::Config {
+        let done_here = done.keys().filter(|k| k.shard == id).count();
+        let todo = n_sets.saturating_sub(done_here);
+        planned.evaluations += rows * todo as u64;
+        let chunk = u32::try_from(chunk_size(todo, rows, unit_evals, parallelism).max(1))
+            .unwrap_or(u32::MAX);
+        let whole = 0..plan.grid.product_len() as u64;
+        // Each set of the grid in order, with whether it is final already.
+        let sets: Box<dyn Iterator<Item = (u64, bool)>> =
+            if done_here == 0 {
+                Box::new(plan.grid.slice(whole).positions().map(|p| (p, false)))
+            } else {
+                let (done, resumed) = (&mut done, &mut planned.resumed);
+                Box::new((0u64..).zip(plan.grid.slice(whole)).map(
+                    move |(index, (position, set))| {
+                        let key = CellKey {
+                            shard: id.clone(),
+                            param_set: set.id(),
+                        };
+                        let outcome = done.remove(&key);
+                        let final_already = outcome.is_some();
+                        if let Some(outcome) = outcome {
+                            resumed.push(FinalCell {
+                                key,
+                                place: SetPlace { index, position },
+                                outcome,
+                            });
+                        }
+                        (position, final_already)
+                    },
+                ))
+            };
+        let mut run: Option<(SetPlace, u32)> = None;
+        let mut units = Vec::new();
+        for (index, (position, final_already)) in (0u64..).zip(sets) {
+            if final_already {
+                units.extend(run.take());
+                continue;
+            }
+            match &mut run {
+                Some((_, count)) if *count < chunk => *count += 1,
+                _ => {
+                    units.extend(run.replace((SetPlace { index, position }, 1)));
+                }
+            }
+        }
+        units.extend(run);
+        for (first, count) in units {
+            let id = u32::try_from(planned.units.len()).map_err(|_| Error::Config {
                 problems: vec![
                     "the sweep needs more than 2^32 work units: raise --unit-evals".to_owned(),
                 ],
             })?;
-            units.push(WorkUnit {
+            planned.units.push(WorkUnit {
                 id: UnitId(id),
                 shard: shard.clone(),
-                sets: chunk.to_vec(),
+                sets: SetSpan::Run { first, count },
             });
         }
     }
-    Ok((units, evaluations))
+    Ok(planned)
 }

@@ -23,6 +23,20 @@ impl MetricValue {
         }
     }
 
+    /// The value as a count (a real is truncated toward zero, saturating).
+    #[must_use]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "documented: truncation and saturation"
+    )]
+    pub fn as_count(self) -> u64 {
+        match self {
+            Self::Count(n) => n,
+            Self::Real(x) => x as u64,
+        }
+    }
+
     /// The value as `f64`.
     #[must_use]
     #[allow(
@@ -55,6 +69,8 @@ pub struct MetricColumn {
     pub is_count: bool,
     /// Its value in a cell's metrics.
     pub value: fn(&Metrics) -> MetricValue,
+    /// Sets it in a cell's metrics (a count from a real is truncated, and the reverse widened).
+    pub set: fn(&mut Metrics, MetricValue),
 }
 
 /// Every metric column, in output order.
@@ -69,51 +85,61 @@ pub const METRIC_COLUMNS: [MetricColumn; 10] = [
         name: "n_ticks",
         is_count: true,
         value: |m| MetricValue::Count(m.n_ticks),
+        set: |m, v| m.n_ticks = v.as_count(),
     },
     MetricColumn {
         name: "trades",
         is_count: true,
         value: |m| MetricValue::Count(m.trades),
+        set: |m, v| m.trades = v.as_count(),
     },
     MetricColumn {
         name: "total_return",
         is_count: false,
         value: |m| MetricValue::Real(m.total_return),
+        set: |m, v| m.total_return = v.as_f64(),
     },
     MetricColumn {
         name: "max_drawdown",
         is_count: false,
         value: |m| MetricValue::Real(m.max_drawdown),
+        set: |m, v| m.max_drawdown = v.as_f64(),
     },
     MetricColumn {
         name: "sharpe",
         is_count: false,
         value: |m| MetricValue::Real(m.sharpe),
+        set: |m, v| m.sharpe = v.as_f64(),
     },
     MetricColumn {
         name: "sortino",
         is_count: false,
         value: |m| MetricValue::Real(m.sortino),
+        set: |m, v| m.sortino = v.as_f64(),
     },
     MetricColumn {
         name: "round_trips",
         is_count: true,
         value: |m| MetricValue::Count(m.round_trips),
+        set: |m, v| m.round_trips = v.as_count(),
     },
     MetricColumn {
         name: "win_rate",
         is_count: false,
         value: |m| MetricValue::Real(m.win_rate),
+        set: |m, v| m.win_rate = v.as_f64(),
     },
     MetricColumn {
         name: "profit_factor",
         is_count: false,
         value: |m| MetricValue::Real(m.profit_factor),
+        set: |m, v| m.profit_factor = v.as_f64(),
     },
     MetricColumn {
         name: "exposure",
         is_count: false,
         value: |m| MetricValue::Real(m.exposure),
+        set: |m, v| m.exposure = v.as_f64(),
     },
 ];
 
@@ -121,6 +147,16 @@ pub const METRIC_COLUMNS: [MetricColumn; 10] = [
 #[must_use]
 pub fn metric_column(name: &str) -> Option<&'static MetricColumn> {
     METRIC_COLUMNS.iter().find(|c| c.name == name)
+}
+
+/// Metrics from their column values (`value` gives each column's value).
+#[must_use]
+pub fn metrics_from(value: impl Fn(&MetricColumn) -> MetricValue) -> Metrics {
+    let mut m = Metrics::default();
+    for c in &METRIC_COLUMNS {
+        (c.set)(&mut m, value(c));
+    }
+    m
 }
 
 /// Whether two cells' metrics are identical bit for bit, column by column.

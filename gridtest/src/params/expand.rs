@@ -152,6 +152,11 @@ impl GridSlice {
         n
     }
 
+    /// The accepted positions left, without building any set.
+    pub fn positions(mut self) -> impl Iterator<Item = u64> {
+        std::iter::from_fn(move || self.walk(|_, _| None::<()>).map(|(position, _)| position))
+    }
+
     /// Walks to the next accepted position, calling `make` there, and moves past it.
     fn walk<T>(
         &mut self,
@@ -186,6 +191,29 @@ impl Iterator for GridSlice {
     fn next(&mut self) -> Option<(u64, ParamSet)> {
         let (position, set) = self.walk(|c, idx| Some(c.set(idx)))?;
         Some((position, set.expect("made at an accepted position")))
+    }
+}
+
+/// The parameter set at any position of a [`Grid`], without walking to it; see
+/// [`Grid::expander`].
+#[derive(Debug)]
+pub struct SetExpander(Option<Compiled>);
+
+impl SetExpander {
+    pub(super) fn new(compiled: Option<Compiled>) -> Self {
+        Self(compiled)
+    }
+
+    /// The set at `position` of the cartesian product, if the constraints accept it.
+    #[must_use]
+    pub fn set_at(&self, position: u64) -> Option<ParamSet> {
+        let c = self.0.as_ref()?;
+        let product: u64 = c.values.iter().map(|v| v.len() as u64).product();
+        if position >= product {
+            return None;
+        }
+        let idx = c.digits(position);
+        c.accepts(&idx).then(|| c.set(&idx))
     }
 }
 

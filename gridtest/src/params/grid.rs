@@ -12,7 +12,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::constraint::{Constraint, Operand};
-use super::expand::{Compiled, GridIter, GridSlice};
+use super::expand::{Compiled, GridIter, GridSlice, SetExpander};
 use super::{ParamField, ParamKind, ParamSet, ParamValue};
 
 /// One axis: a parameter name and the values it takes, in order.
@@ -228,6 +228,21 @@ impl Grid {
         self.slice(position..position.saturating_add(1))
             .next()
             .map(|(_, set)| set)
+    }
+
+    /// Builds the parameter set at any position directly, for callers that visit many
+    /// positions out of order ([`Grid::set_at`] prepares the grid on every call).
+    ///
+    /// ```
+    /// use gridtest::Grid;
+    /// let grid = Grid::new().axis("a", [1, 2, 3]).axis("b", [10, 20]).constrain("b > 10");
+    /// let at = grid.expander();
+    /// assert_eq!(at.set_at(3).unwrap().to_string(), "a=2 b=20");
+    /// assert!(at.set_at(2).is_none(), "rejected by the constraint");
+    /// ```
+    #[must_use]
+    pub fn expander(&self) -> SetExpander {
+        SetExpander::new(Compiled::new(self).ok())
     }
 
     /// How many positions in `positions` the constraints accept (without building any set).

@@ -14,8 +14,9 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use super::PersistError;
+use crate::params::SetPlace;
 use crate::storage::Location;
-use crate::sweep::{CellKey, CellOutcome, SweepId};
+use crate::sweep::{CellKey, CellOutcome, FinalCell, SweepId};
 
 /// One line of the log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,9 @@ pub struct LogRecord {
     pub key: CellKey,
     /// Its final outcome.
     pub outcome: CellOutcome,
+    /// Where its set sits in the sweep's grid (absent in logs written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<SetPlace>,
 }
 
 /// The persisted ledger of one sweep.
@@ -107,10 +111,11 @@ impl LedgerLog {
     }
 
     /// Buffers a final cell.
-    pub fn push(&mut self, key: &CellKey, outcome: &CellOutcome) {
+    pub fn push(&mut self, cell: &FinalCell) {
         let rec = LogRecord {
-            key: key.clone(),
-            outcome: outcome.clone(),
+            key: cell.key.clone(),
+            outcome: cell.outcome.clone(),
+            place: Some(cell.place),
         };
         serde_json::to_writer(&mut self.buffer, &rec).expect("records serialise");
         self.buffer.push(b'\n');

@@ -1,11 +1,10 @@
 //! `Leaderboard`: parameter sets ranked by a metric averaged across shards.
 
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
 
 use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 
-use super::SweepResults;
 use crate::metrics::{Metrics, RankMetric};
 use crate::params::ParamSet;
 
@@ -44,77 +43,176 @@ pub struct LeaderRow {
 
 /// Parameter sets ranked by a metric aggregated across shards (its mean). Sets with a failed
 /// cell rank after every complete set; ties break on the parameter set id.
+///
+/// Holds the best [`Leaderboard::rows`] only (at most [`LEADERBOARD_ROWS`]); every set is
+/// ranked in the sweep's `leaderboard.csv`.
 #[derive(Clone, Debug)]
 pub struct Leaderboard {
     /// The ranking metric.
     pub metric: RankMetric,
     /// Axis names, in grid order (table columns).
     pub axes: Vec<String>,
-    /// Rows, best first.
+    /// The best rows, best first.
     pub rows: Vec<LeaderRow>,
+    /// Parameter sets ranked in all.
+    pub ranked: usize,
 }
 
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (mut sum, mut n) = (0.0, 0usize);
-    for v in values {
-        sum += v;
-        n += 1;
+/// Rows a [`Leaderboard`] holds in memory.
+pub const LEADERBOARD_ROWS: usize = 1_000;
+
+/// One parameter set's figures summed over its shards, as its cells go by.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SetTally {
+    ok: usize,
+    failed: usize,
+    score: f64,
+    total_return: f64,
+    sharpe: f64,
+    sortino: f64,
+    max_drawdown: f64,
+    worst_drawdown: f64,
+    trades: u64,
+    win_rate: f64,
+    profit_factor: f64,
+    exposure: f64,
+}
+
+impl Default for SetTally {
+    fn default() -> Self {
+        Self {
+            ok: 0,
+            failed: 0,
+            score: 0.0,
+            total_return: 0.0,
+            sharpe: 0.0,
+            sortino: 0.0,
+            max_drawdown: 0.0,
+            worst_drawdown: f64::NAN,
+            trades: 0,
+            win_rate: 0.0,
+            profit_factor: 0.0,
+            exposure: 0.0,
+        }
     }
-    if n == 0 { f64::NAN } else { sum / n as f64 }
+}
+
+impl SetTally {
+    /// Counts one cell of the set.
+    pub(crate) fn add(&mut self, outcome: Option<&Metrics>, metric: RankMetric) {
+        let Some(m) = outcome else {
+            self.failed += 1;
+            return;
+        };
+        self.ok += 1;
+        self.score += metric.of(m);
+        self.total_return += m.total_return;
+        self.sharpe += m.sharpe;
+        self.sortino += m.sortino;
+        self.max_drawdown += m.max_drawdown;
+        self.worst_drawdown = self.worst_drawdown.max(m.max_drawdown);
+        self.trades += m.trades;
+        self.win_rate += m.win_rate;
+        self.profit_factor += m.profit_factor;
+        self.exposure += m.exposure;
+    }
+
+    /// The set's row (rank 0: not ranked yet).
+    pub(crate) fn row(&self, params: ParamSet) -> LeaderRow {
+        #[allow(clippy::cast_precision_loss, reason = "shard counts are small")]
+        let mean = |sum: f64| {
+            if self.ok == 0 {
+                f64::NAN
+            } else {
+                sum / self.ok as f64
+            }
+        };
+        LeaderRow {
+            rank: 0,
+            params,
+            shards: self.ok,
+            failed: self.failed,
+            score: mean(self.score),
+            total_return: mean(self.total_return),
+            sharpe: mean(self.sharpe),
+            sortino: mean(self.sortino),
+            max_drawdown: mean(self.max_drawdown),
+            worst_drawdown: self.worst_drawdown,
+            trades: self.trades,
+            win_rate: mean(self.win_rate),
+            profit_factor: mean(self.profit_factor),
+            exposure: mean(self.exposure),
+        }
+    }
+}
+
+/// Where a row ranks: `(incomplete, key)`, smaller first; incomplete means a failed cell or no
+/// score; `key` is the score signed so that the best is smallest (infinite without a score).
+pub(crate) fn rank_key(row: &LeaderRow, metric: RankMetric) -> (bool, f64) {
+    let sign = if metric.higher_is_better() { -1.0 } else { 1.0 };
+    let key = sign * row.score;
+    (
+        row.failed > 0 || row.score.is_nan(),
+        if key.is_nan() { f64::INFINITY } else { key },
+    )
+}
+
+/// The ranking order of two rows (ties break on the parameter set id).
+pub(crate) fn rank_order(a: &LeaderRow, b: &LeaderRow, metric: RankMetric) -> Ordering {
+    let (ka, kb) = (rank_key(a, metric), rank_key(b, metric));
+    ka.0.cmp(&kb.0)
+        .then(ka.1.total_cmp(&kb.1))
+        .then(a.params.id().cmp(&b.params.id()))
+}
+
+/// The best rows seen so far, at most `keep` of them.
+pub(crate) struct BestRows {
+    metric: RankMetric,
+    keep: usize,
+    rows: Vec<LeaderRow>,
+    seen: usize,
+}
+
+impl BestRows {
+    pub(crate) fn new(metric: RankMetric, keep: usize) -> Self {
+        Self {
+            metric,
+            keep,
+            rows: Vec::new(),
+            seen: 0,
+        }
+    }
+
+    pub(crate) fn offer(&mut self, row: LeaderRow) {
+        self.seen += 1;
+        self.rows.push(row);
+        if self.rows.len() >= 2 * self.keep.max(1) {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        let metric = self.metric;
+        self.rows.sort_by(|a, b| rank_order(a, b, metric));
+        self.rows.truncate(self.keep);
+    }
+
+    /// The leaderboard of the best rows, ranked.
+    pub(crate) fn into_leaderboard(mut self, axes: Vec<String>) -> Leaderboard {
+        self.trim();
+        for (i, row) in self.rows.iter_mut().enumerate() {
+            row.rank = i + 1;
+        }
+        Leaderboard {
+            metric: self.metric,
+            axes,
+            rows: self.rows,
+            ranked: self.seen,
+        }
+    }
 }
 
 impl Leaderboard {
-    /// Ranks the results of a sweep.
-    #[must_use]
-    pub fn build(results: &SweepResults, metric: RankMetric) -> Self {
-        let mut per_set: BTreeMap<usize, (Vec<&Metrics>, usize)> = BTreeMap::new();
-        for (set_index, _, outcome) in results.rows() {
-            let slot = per_set.entry(set_index).or_default();
-            match outcome {
-                Ok(m) => slot.0.push(m),
-                Err(_) => slot.1 += 1,
-            }
-        }
-        let mut rows: Vec<LeaderRow> = per_set
-            .into_iter()
-            .map(|(i, (ms, failed))| {
-                let avg = |f: fn(&Metrics) -> f64| mean(ms.iter().map(|m| f(m)));
-                LeaderRow {
-                    rank: 0,
-                    params: results.sets()[i].clone(),
-                    shards: ms.len(),
-                    failed,
-                    score: mean(ms.iter().map(|m| metric.of(m))),
-                    total_return: avg(|m| m.total_return),
-                    sharpe: avg(|m| m.sharpe),
-                    sortino: avg(|m| m.sortino),
-                    max_drawdown: avg(|m| m.max_drawdown),
-                    worst_drawdown: ms.iter().map(|m| m.max_drawdown).fold(f64::NAN, f64::max),
-                    trades: ms.iter().map(|m| m.trades).sum(),
-                    win_rate: avg(|m| m.win_rate),
-                    profit_factor: avg(|m| m.profit_factor),
-                    exposure: avg(|m| m.exposure),
-                }
-            })
-            .collect();
-        let sign = if metric.higher_is_better() { -1.0 } else { 1.0 };
-        rows.sort_by(|a, b| {
-            let key = |r: &LeaderRow| (r.failed > 0 || r.score.is_nan(), sign * r.score);
-            let (ka, kb) = (key(a), key(b));
-            ka.0.cmp(&kb.0)
-                .then(ka.1.total_cmp(&kb.1))
-                .then(a.params.id().cmp(&b.params.id()))
-        });
-        for (i, row) in rows.iter_mut().enumerate() {
-            row.rank = i + 1;
-        }
-        Self {
-            metric,
-            axes: results.axes().to_vec(),
-            rows,
-        }
-    }
-
     /// The best `top` rows as a table for the terminal.
     #[must_use]
     pub fn table(&self, top: usize) -> Table {
@@ -166,14 +264,35 @@ impl Leaderboard {
         table
     }
 
-    /// Writes every row as CSV: rank, the axes, then the figures.
+    /// Writes the rows held as CSV (see [`LeaderCsv`]).
     ///
     /// # Errors
     /// An I/O or CSV error.
     pub fn write_csv<W: std::io::Write>(&self, w: W) -> csv::Result<()> {
+        let mut out = LeaderCsv::new(w, &self.axes)?;
+        for r in &self.rows {
+            out.write(r)?;
+        }
+        out.finish()
+    }
+}
+
+/// Leaderboard rows as CSV: rank, the axes, then the figures, `shards`, `failed` and
+/// `param_set_id`.
+pub struct LeaderCsv<W: std::io::Write> {
+    out: csv::Writer<W>,
+    axes: Vec<String>,
+}
+
+impl<W: std::io::Write> LeaderCsv<W> {
+    /// Writes the header.
+    ///
+    /// # Errors
+    /// An I/O or CSV error.
+    pub fn new(w: W, axes: &[String]) -> csv::Result<Self> {
         let mut out = csv::Writer::from_writer(w);
         let mut header: Vec<&str> = vec!["rank"];
-        header.extend(self.axes.iter().map(String::as_str));
+        header.extend(axes.iter().map(String::as_str));
         header.extend([
             "score",
             "total_return",
@@ -190,31 +309,47 @@ impl Leaderboard {
             "param_set_id",
         ]);
         out.write_record(&header)?;
-        for r in &self.rows {
-            let mut rec = vec![r.rank.to_string()];
-            rec.extend(
-                self.axes
-                    .iter()
-                    .map(|a| r.params.get(a).map(ToString::to_string).unwrap_or_default()),
-            );
-            rec.extend([
-                r.score.to_string(),
-                r.total_return.to_string(),
-                r.sharpe.to_string(),
-                r.sortino.to_string(),
-                r.max_drawdown.to_string(),
-                r.worst_drawdown.to_string(),
-                r.trades.to_string(),
-                r.win_rate.to_string(),
-                r.profit_factor.to_string(),
-                r.exposure.to_string(),
-                r.shards.to_string(),
-                r.failed.to_string(),
-                r.params.id().to_string(),
-            ]);
-            out.write_record(&rec)?;
-        }
-        out.flush()?;
+        Ok(Self {
+            out,
+            axes: axes.to_vec(),
+        })
+    }
+
+    /// Writes a row.
+    ///
+    /// # Errors
+    /// An I/O or CSV error.
+    pub fn write(&mut self, r: &LeaderRow) -> csv::Result<()> {
+        let mut rec = vec![r.rank.to_string()];
+        rec.extend(
+            self.axes
+                .iter()
+                .map(|a| r.params.get(a).map(ToString::to_string).unwrap_or_default()),
+        );
+        rec.extend([
+            r.score.to_string(),
+            r.total_return.to_string(),
+            r.sharpe.to_string(),
+            r.sortino.to_string(),
+            r.max_drawdown.to_string(),
+            r.worst_drawdown.to_string(),
+            r.trades.to_string(),
+            r.win_rate.to_string(),
+            r.profit_factor.to_string(),
+            r.exposure.to_string(),
+            r.shards.to_string(),
+            r.failed.to_string(),
+            r.params.id().to_string(),
+        ]);
+        self.out.write_record(&rec)
+    }
+
+    /// Flushes.
+    ///
+    /// # Errors
+    /// An I/O error.
+    pub fn finish(mut self) -> csv::Result<()> {
+        self.out.flush()?;
         Ok(())
     }
 }

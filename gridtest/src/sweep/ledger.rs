@@ -1,11 +1,16 @@
 //! `Ledger`: the state of every work unit and cell of a sweep. Pure (no actors, no I/O), so the
 //! scheduling rules are tested on their own.
 //!
+//! Its memory does not grow with the grid's cells: a unit names a span of the grid (see
+//! [`SetSpan`]) and keeps one bit per open cell; final cells are handed out through
+//! [`Ledger::take_journal`] (to be persisted and aggregated), not kept; per-cell entries exist
+//! only for cells that failed and wait for another attempt.
+//!
 //! Invariants:
 //! * every cell ends in exactly one final state (metrics, or a failure with its attempts);
-//! * results are accepted **by cell key**, whoever sends them and whichever unit they came from:
-//!   a late, duplicated or speculative result never double-counts, and results of a unit leased
-//!   by an earlier incarnation of the head are still usable;
+//! * results are accepted **by cell** (shard and set), whoever sends them and whichever unit
+//!   they came from: a late, duplicated or speculative result never double-counts, and results
+//!   of a unit leased by an earlier incarnation of the head are still usable;
 //! * a unit whose holder is lost goes back to the front of the queue, without counting as an
 //!   attempt of its cells; a cell that fails by itself is retried (in a new unit) until it has
 //!   failed `max_attempts` times.
@@ -15,10 +20,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::work_unit::{UnitId, WorkUnit};
+use super::work_unit::{SetSpan, UnitId, WorkUnit};
 use crate::data::{Shard, ShardId};
 use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
-use crate::params::ParamSetId;
+use crate::params::{Grid, ParamSetId, SetPlace};
 
 /// Attempts a failing cell gets by default.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -70,8 +75,66 @@ struct UnitEntry {
     unit: WorkUnit,
     state: UnitState,
     leases: u32,
-    /// Cells of this unit not yet final (nor moved to a retry unit).
-    open: usize,
+    /// One bit per set of the span: the cell is neither final nor moved to a retry unit.
+    open: Vec<u64>,
+    /// Bits set in `open`.
+    open_count: usize,
+}
+
+impl UnitEntry {
+    fn new(unit: WorkUnit) -> Self {
+        let n = unit.sets.len();
+        let mut open = vec![u64::MAX; n.div_ceil(64)];
+        if !n.is_multiple_of(64)
+            && let Some(last) = open.last_mut()
+        {
+            *last = (1u64 << (n % 64)) - 1;
+        }
+        Self {
+            unit,
+            state: UnitState::Pending,
+            leases: 0,
+            open,
+            open_count: n,
+        }
+    }
+
+    fn is_open(&self, offset: usize) -> bool {
+        self.open[offset / 64] & (1 << (offset % 64)) != 0
+    }
+
+    /// Closes the cell at `offset`; true when it was the unit's last open cell.
+    fn close(&mut self, offset: usize) -> bool {
+        self.open[offset / 64] &= !(1 << (offset % 64));
+        self.open_count -= 1;
+        self.open_count == 0
+    }
+
+    fn open_offsets(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.unit.sets.len()).filter(|o| self.is_open(*o))
+    }
+}
+
+/// One result of a scorer: a cell of the unit's shard.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetResult {
+    /// Where the set sits in the grid.
+    pub place: SetPlace,
+    /// The set's id.
+    pub param_set: ParamSetId,
+    /// Its outcome.
+    pub outcome: CellOutcome,
+}
+
+/// A cell that became final, as [`Ledger::take_journal`] hands it out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinalCell {
+    /// The cell.
+    pub key: CellKey,
+    /// Where its set sits in the grid.
+    pub place: SetPlace,
+    /// Its final outcome.
+    pub outcome: CellOutcome,
 }
 
 /// What [`Ledger::report`] did with a result.
@@ -99,46 +162,47 @@ pub struct LedgerStats {
     pub duplicate_cells: u64,
     /// Failed cells queued for another attempt.
     pub retried_cells: u64,
-    /// Cell results for keys this sweep does not expect (ignored).
+    /// Cell results for cells this sweep does not expect (ignored).
     pub foreign_cells: u64,
 }
 
-/// Units, leases and cells of one sweep.
+/// Units, leases and open cells of one sweep.
 #[derive(Debug)]
 pub struct Ledger {
+    grid: Grid,
     units: BTreeMap<UnitId, UnitEntry>,
     queue: VecDeque<UnitId>,
-    cells: BTreeMap<CellKey, CellOutcome>,
-    attempts: HashMap<CellKey, u32>,
-    owner: HashMap<CellKey, UnitId>,
+    /// Per shard, its run units by the index of their first set.
+    runs: HashMap<ShardId, BTreeMap<u64, UnitId>>,
+    /// Cells waiting in listed (retry) units.
+    listed: HashMap<(ShardId, u64), UnitId>,
+    /// Failed attempts of cells waiting for another one.
+    attempts: HashMap<(ShardId, u64), u32>,
     expected: usize,
+    recorded: usize,
     failed: usize,
     units_done: usize,
     next_id: u32,
     max_attempts: u32,
     speculate: bool,
     stats: LedgerStats,
-    journal: Vec<(CellKey, CellOutcome)>,
+    journal: Vec<FinalCell>,
 }
 
 impl Ledger {
-    /// A ledger with every unit pending, queued in the given order.
+    /// A ledger of the sweep over `grid` with every unit pending, queued in the given order.
     #[must_use]
-    pub fn new(units: Vec<WorkUnit>) -> Self {
-        Self::resume(units, BTreeMap::new())
-    }
-
-    /// A ledger for a resumed sweep: `done` cells are final already, `units` cover the rest.
-    #[must_use]
-    pub fn resume(units: Vec<WorkUnit>, done: BTreeMap<CellKey, CellOutcome>) -> Self {
+    pub fn new(grid: Grid, units: Vec<WorkUnit>) -> Self {
         let mut ledger = Self {
+            grid,
             units: BTreeMap::new(),
             queue: VecDeque::new(),
-            failed: done.values().filter(|c| c.is_err()).count(),
-            expected: done.len(),
-            cells: done,
+            runs: HashMap::new(),
+            listed: HashMap::new(),
             attempts: HashMap::new(),
-            owner: HashMap::new(),
+            expected: 0,
+            recorded: 0,
+            failed: 0,
             units_done: 0,
             next_id: 0,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
@@ -148,9 +212,20 @@ impl Ledger {
         };
         for unit in units {
             ledger.next_id = ledger.next_id.max(unit.id.0 + 1);
+            ledger.expected += unit.sets.len();
             ledger.add(unit, false);
         }
         ledger
+    }
+
+    /// Counts `done` cells (of which `failed` failed) as final already: a resumed sweep whose
+    /// units cover only the rest.
+    #[must_use]
+    pub fn with_resumed(mut self, done: usize, failed: usize) -> Self {
+        self.expected += done;
+        self.recorded += done;
+        self.failed += failed;
+        self
     }
 
     /// Sets how many times a failing cell is attempted before its failure is final.
@@ -168,30 +243,21 @@ impl Ledger {
     }
 
     fn add(&mut self, unit: WorkUnit, front: bool) {
-        let shard = unit.shard.id();
-        let mut open = 0;
-        for set in &unit.sets {
-            let key = CellKey {
-                shard: shard.clone(),
-                param_set: set.id(),
-            };
-            if !self.cells.contains_key(&key) && !self.owner.contains_key(&key) {
-                self.expected += usize::from(!self.attempts.contains_key(&key));
-                self.owner.insert(key, unit.id);
-                open += 1;
+        let (id, shard) = (unit.id, unit.shard.id());
+        match &unit.sets {
+            SetSpan::Run { first, .. } => {
+                self.runs.entry(shard).or_default().insert(first.index, id);
+            }
+            SetSpan::Listed(places) => {
+                for p in places {
+                    self.listed.insert((shard.clone(), p.index), id);
+                }
             }
         }
-        let id = unit.id;
-        self.units.insert(
-            id,
-            UnitEntry {
-                unit,
-                state: UnitState::Pending,
-                leases: 0,
-                open,
-            },
-        );
-        if open == 0 {
+        let entry = UnitEntry::new(unit);
+        let empty = entry.open_count == 0;
+        self.units.insert(id, entry);
+        if empty {
             self.finish_unit(id);
         } else if front {
             self.queue.push_front(id);
@@ -206,6 +272,27 @@ impl Ledger {
         {
             entry.state = UnitState::Done;
             self.units_done += 1;
+        }
+    }
+
+    /// The unit that holds the cell of set `index` on `shard`, and its offset there.
+    fn locate(&self, shard: &ShardId, index: u64) -> Option<(UnitId, usize)> {
+        let id = match self.listed.get(&(shard.clone(), index)) {
+            Some(id) => *id,
+            None => *self.runs.get(shard)?.range(..=index).next_back()?.1,
+        };
+        let offset = self.units.get(&id)?.unit.sets.offset_of(index)?;
+        Some((id, offset))
+    }
+
+    /// Closes a cell in its unit (final, or moved to a retry unit).
+    fn close_cell(&mut self, shard: &ShardId, index: u64, owner: UnitId, offset: usize) {
+        let entry = self.units.get_mut(&owner).expect("located units exist");
+        if matches!(entry.unit.sets, SetSpan::Listed(_)) {
+            self.listed.remove(&(shard.clone(), index));
+        }
+        if entry.close(offset) {
+            self.finish_unit(owner);
         }
     }
 
@@ -270,41 +357,43 @@ impl Ledger {
         None
     }
 
-    /// Records results for cells of `shard` (one per parameter set). `unit`, when known, is the
-    /// unit they were leased as; results are matched by cell key either way. Cells already final
-    /// keep their first result. A failed cell is retried in a new unit until it has failed
+    /// Records results for cells of `shard`. `unit`, when known, is the unit they were leased
+    /// as; results are matched by cell (shard and set) either way. Cells already final keep
+    /// their first result. A failed cell is retried in a new unit until it has failed
     /// `max_attempts` times (failures of kind `Params` are final at once).
     pub fn report(
         &mut self,
         unit: Option<UnitId>,
         shard: &Shard,
-        results: Vec<(ParamSetId, CellOutcome)>,
+        results: Vec<SetResult>,
     ) -> Completion {
         let shard_id = shard.id();
         let (mut new, mut duplicates) = (0usize, 0u64);
         let mut retry = Vec::new();
-        for (param_set, outcome) in results {
-            let key = CellKey {
-                shard: shard_id.clone(),
-                param_set,
-            };
-            if self.cells.contains_key(&key) {
-                duplicates += 1;
-                continue;
-            }
-            let Some(owner) = self.owner.remove(&key) else {
+        for SetResult {
+            place,
+            param_set,
+            outcome,
+        } in results
+        {
+            let Some((owner, offset)) = self.locate(&shard_id, place.index) else {
                 // Not a cell of this sweep (or of what is left of it): ignore.
                 self.stats.foreign_cells += 1;
                 continue;
             };
-            let owner = Some(owner);
+            if !self.units[&owner].is_open(offset) {
+                duplicates += 1;
+                continue;
+            }
+            let cell = (shard_id.clone(), place.index);
             let outcome = match outcome {
                 Ok(m) => Ok(m),
                 Err(f) => {
-                    let tried = self.attempts.get(&key).copied().unwrap_or(0) + 1;
+                    let tried = self.attempts.get(&cell).copied().unwrap_or(0) + 1;
                     if f.kind != FailureKind::Params && tried < self.max_attempts {
-                        self.attempts.insert(key.clone(), tried);
-                        retry.push((key.clone(), owner));
+                        self.attempts.insert(cell, tried);
+                        self.close_cell(&shard_id, place.index, owner, offset);
+                        retry.push(place);
                         continue;
                     }
                     Err(CellFailure {
@@ -313,47 +402,39 @@ impl Ledger {
                     })
                 }
             };
-            self.attempts.remove(&key);
+            self.attempts.remove(&cell);
+            self.close_cell(&shard_id, place.index, owner, offset);
             self.failed += usize::from(outcome.is_err());
-            self.journal.push((key.clone(), outcome.clone()));
-            self.cells.insert(key, outcome);
+            self.recorded += 1;
+            self.journal.push(FinalCell {
+                key: CellKey {
+                    shard: shard_id.clone(),
+                    param_set,
+                },
+                place,
+                outcome,
+            });
             new += 1;
-            if let Some(owner) = owner {
-                self.close_cell(owner);
-            }
         }
         self.stats.duplicate_cells += duplicates;
         let retried = retry.len();
         if !retry.is_empty() {
             self.stats.retried_cells += retried as u64;
-            let mut sets = Vec::with_capacity(retried);
-            for (key, owner) in retry {
-                let set = owner
-                    .and_then(|o| self.units.get(&o))
-                    .or_else(|| unit.and_then(|u| self.units.get(&u)))
-                    .and_then(|e| e.unit.sets.iter().find(|s| s.id() == key.param_set))
-                    .cloned();
-                if let Some(o) = owner {
-                    self.close_cell(o);
-                }
-                if let Some(set) = set {
-                    sets.push(set);
-                }
-            }
+            retry.sort_unstable();
+            retry.dedup_by_key(|p| p.index);
             let id = UnitId(self.next_id);
             self.next_id += 1;
             self.add(
                 WorkUnit {
                     id,
                     shard: shard.clone(),
-                    sets,
+                    sets: SetSpan::Listed(retry),
                 },
                 false,
             );
         }
         if let Some(id) = unit
-            && let Some(entry) = self.units.get(&id)
-            && entry.open == 0
+            && self.units.get(&id).is_some_and(|e| e.open_count == 0)
         {
             self.finish_unit(id);
         }
@@ -364,19 +445,6 @@ impl Ledger {
         }
     }
 
-    fn close_cell(&mut self, owner: UnitId) {
-        let finished = match self.units.get_mut(&owner) {
-            Some(e) => {
-                e.open = e.open.saturating_sub(1);
-                e.open == 0
-            }
-            None => false,
-        };
-        if finished {
-            self.finish_unit(owner);
-        }
-    }
-
     /// Fails every open cell of a unit with the same failure (e.g. its shard cannot be read);
     /// subject to retries like any failure.
     pub fn fail_unit(&mut self, id: UnitId, failure: &CellFailure) -> Completion {
@@ -384,11 +452,21 @@ impl Ledger {
             return Completion::Duplicate;
         };
         let shard = entry.unit.shard.clone();
+        let open: Vec<u64> = entry
+            .open_offsets()
+            .map(|o| entry.unit.sets.index_of(o))
+            .collect();
         let results = entry
             .unit
             .sets
-            .iter()
-            .map(|s| (s.id(), Err(failure.clone())))
+            .expand(&self.grid)
+            .into_iter()
+            .filter(|(place, _)| open.binary_search(&place.index).is_ok())
+            .map(|(place, set)| SetResult {
+                place,
+                param_set: set.id(),
+                outcome: Err(failure.clone()),
+            })
             .collect();
         self.report(Some(id), &shard, results)
     }
@@ -446,7 +524,7 @@ impl Ledger {
     /// Cells final so far.
     #[must_use]
     pub fn recorded(&self) -> usize {
-        self.cells.len()
+        self.recorded
     }
 
     /// Cells final as failed so far.
@@ -473,11 +551,11 @@ impl Ledger {
     /// Whether every cell is final.
     #[must_use]
     pub fn is_finished(&self) -> bool {
-        self.units_left() == 0 && self.cells.len() >= self.expected
+        self.units_left() == 0 && self.recorded >= self.expected
     }
 
-    /// Takes the cells that became final since the last call (to persist them).
-    pub fn take_journal(&mut self) -> Vec<(CellKey, CellOutcome)> {
+    /// Takes the cells that became final since the last call (to persist and aggregate them).
+    pub fn take_journal(&mut self) -> Vec<FinalCell> {
         std::mem::take(&mut self.journal)
     }
 
@@ -485,18 +563,6 @@ impl Ledger {
     #[must_use]
     pub fn stats(&self) -> LedgerStats {
         self.stats
-    }
-
-    /// The final cells.
-    #[must_use]
-    pub fn cells(&self) -> &BTreeMap<CellKey, CellOutcome> {
-        &self.cells
-    }
-
-    /// Takes the final cells.
-    #[must_use]
-    pub fn into_cells(self) -> BTreeMap<CellKey, CellOutcome> {
-        self.cells
     }
 }
 

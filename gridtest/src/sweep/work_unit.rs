@@ -1,9 +1,11 @@
-//! `WorkUnit`: a shard and a chunk of parameter sets, the unit of scheduling and retry.
+//! `WorkUnit`: a shard and a span of the grid's parameter sets, the unit of scheduling and
+//! retry. A unit names its sets by place in the grid (see [`SetPlace`]), never carries them:
+//! the scorer expands them from the grid, so a unit is a few dozen bytes whatever its size.
 
 use serde::{Deserialize, Serialize};
 
 use crate::data::Shard;
-use crate::params::ParamSet;
+use crate::params::{Grid, ParamSet, SetPlace};
 
 /// Identifier of a work unit within a sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -15,8 +17,80 @@ impl std::fmt::Display for UnitId {
     }
 }
 
-/// A shard and a chunk of parameter sets: what a scorer runs in one go. Small: keys and
-/// parameters only, never shard data.
+/// The parameter sets of a unit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SetSpan {
+    /// `count` consecutive sets of the grid, the first at `first`.
+    Run {
+        /// Place of the first set.
+        first: SetPlace,
+        /// How many sets.
+        count: u32,
+    },
+    /// These sets, by ascending index (retries, resumed remainders).
+    Listed(Vec<SetPlace>),
+}
+
+impl SetSpan {
+    /// How many sets.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Run { count, .. } => *count as usize,
+            Self::Listed(places) => places.len(),
+        }
+    }
+
+    /// Whether it has no set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The grid index of the `i`-th set of the span, for `i` below [`SetSpan::len`].
+    #[must_use]
+    pub fn index_of(&self, i: usize) -> u64 {
+        match self {
+            Self::Run { first, .. } => first.index + i as u64,
+            Self::Listed(places) => places[i].index,
+        }
+    }
+
+    /// The offset in the span of the set with grid index `index`, if the span holds it.
+    #[must_use]
+    pub fn offset_of(&self, index: u64) -> Option<usize> {
+        match self {
+            Self::Run { first, count } => index
+                .checked_sub(first.index)
+                .filter(|o| *o < u64::from(*count))
+                .map(|o| o as usize),
+            Self::Listed(places) => places.binary_search_by_key(&index, |p| p.index).ok(),
+        }
+    }
+
+    /// The sets with their places, expanded from `grid` (which must be the sweep's grid).
+    #[must_use]
+    pub fn expand(&self, grid: &Grid) -> Vec<(SetPlace, ParamSet)> {
+        match self {
+            Self::Run { first, count } => grid
+                .slice(first.position..grid.product_len() as u64)
+                .take(*count as usize)
+                .enumerate()
+                .map(|(i, (position, set))| {
+                    let index = first.index + i as u64;
+                    (SetPlace { index, position }, set)
+                })
+                .collect(),
+            Self::Listed(places) => places
+                .iter()
+                .filter_map(|p| grid.set_at(p.position).map(|s| (*p, s)))
+                .collect(),
+        }
+    }
+}
+
+/// A shard and a span of parameter sets: what a scorer runs in one go. Small: keys and places
+/// only, never shard data nor the sets themselves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkUnit {
     /// Id.
@@ -24,7 +98,7 @@ pub struct WorkUnit {
     /// The shard.
     pub shard: Shard,
     /// The parameter sets.
-    pub sets: Vec<ParamSet>,
+    pub sets: SetSpan,
 }
 
 impl WorkUnit {

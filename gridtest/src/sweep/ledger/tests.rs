@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::metrics::Metrics;
-use crate::params::{ParamSet, ParamValue};
+use crate::params::{Grid, SetPlace};
 use crate::sweep::FailureKind;
 
 fn shard() -> Shard {
@@ -13,16 +13,32 @@ fn shard() -> Shard {
     )
 }
 
+/// A one-axis grid with a set per cell of `n_units` units of `per_unit` sets.
+fn grid(n_units: usize, per_unit: usize) -> Grid {
+    Grid::new().axis("i", 0..(n_units * per_unit) as i64)
+}
+
 fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
     (0..n_units)
-        .map(|u| WorkUnit {
-            id: UnitId(u as u32),
-            shard: shard(),
-            sets: (0..per_unit)
-                .map(|i| ParamSet::new([("i", ParamValue::Int((u * per_unit + i) as i64))]))
-                .collect(),
+        .map(|u| {
+            let first = (u * per_unit) as u64;
+            WorkUnit {
+                id: UnitId(u as u32),
+                shard: shard(),
+                sets: SetSpan::Run {
+                    first: SetPlace {
+                        index: first,
+                        position: first,
+                    },
+                    count: per_unit as u32,
+                },
+            }
         })
         .collect()
+}
+
+fn ledger(n_units: usize, per_unit: usize) -> Ledger {
+    Ledger::new(grid(n_units, per_unit), units(n_units, per_unit))
 }
 
 fn metrics(trades: u64) -> Metrics {
@@ -40,8 +56,18 @@ fn metrics(trades: u64) -> Metrics {
     }
 }
 
-fn ok_results(u: &WorkUnit, tag: u64) -> Vec<(ParamSetId, CellOutcome)> {
-    u.sets.iter().map(|s| (s.id(), Ok(metrics(tag)))).collect()
+/// Every cell of `u` with metrics tagged `tag` (in `trades`); the grid is wide enough for any
+/// unit of these tests.
+fn ok_results(u: &WorkUnit, tag: u64) -> Vec<SetResult> {
+    u.sets
+        .expand(&grid(64, 64))
+        .into_iter()
+        .map(|(place, set)| SetResult {
+            place,
+            param_set: set.id(),
+            outcome: Ok(metrics(tag)),
+        })
+        .collect()
 }
 
 fn w(node: &str, slot: &str) -> WorkerId {
@@ -50,7 +76,7 @@ fn w(node: &str, slot: &str) -> WorkerId {
 
 #[test]
 fn a_lost_worker_gives_its_units_back_and_late_results_count_once() {
-    let mut l = Ledger::new(units(3, 2)).with_speculation(false);
+    let mut l = ledger(3, 2).with_speculation(false);
     let a = l.lease(&w("n1", "0"), &[]).unwrap();
     let b = l.lease(&w("n2", "0"), &[]).unwrap();
     assert_eq!(l.release_node("n1"), vec![a.id]);
@@ -83,8 +109,8 @@ fn a_lost_worker_gives_its_units_back_and_late_results_count_once() {
 }
 
 #[test]
-fn results_are_matched_by_key_even_from_an_unknown_unit() {
-    let mut l = Ledger::new(units(2, 3));
+fn results_are_matched_by_cell_even_from_an_unknown_unit() {
+    let mut l = ledger(2, 3);
     let all = units(2, 3);
     // A result computed for another incarnation's unit 77 covering unit 1's cells.
     assert!(matches!(
@@ -97,11 +123,11 @@ fn results_are_matched_by_key_even_from_an_unknown_unit() {
 
 #[test]
 fn failing_cells_are_retried_then_final_with_their_attempts() {
-    let mut l = Ledger::new(units(1, 3)).with_max_attempts(3);
+    let mut l = ledger(1, 3).with_max_attempts(3);
     let u = l.lease(&w("n", "0"), &[]).unwrap();
     let boom = CellFailure::new(FailureKind::Panic, "boom");
     let mut results = ok_results(&u, 1);
-    results[1].1 = Err(boom.clone());
+    results[1].outcome = Err(boom.clone());
     assert_eq!(
         l.report(Some(u.id), &u.shard, results),
         Completion::Accepted { new: 2, retried: 1 }
@@ -109,11 +135,10 @@ fn failing_cells_are_retried_then_final_with_their_attempts() {
     for attempt in 2..=3 {
         let retry = l.lease(&w("n", "0"), &[]).unwrap();
         assert_eq!(retry.sets.len(), 1, "only the failed cell is retried");
-        let c = l.report(
-            Some(retry.id),
-            &retry.shard,
-            vec![(retry.sets[0].id(), Err(boom.clone()))],
-        );
+        assert_eq!(retry.sets.index_of(0), 1, "the failed set");
+        let mut results = ok_results(&retry, 0);
+        results[0].outcome = Err(boom.clone());
+        let c = l.report(Some(retry.id), &retry.shard, results);
         if attempt < 3 {
             assert_eq!(c, Completion::Accepted { new: 0, retried: 1 });
         } else {
@@ -122,17 +147,26 @@ fn failing_cells_are_retried_then_final_with_their_attempts() {
     }
     assert!(l.is_finished());
     assert_eq!(l.failed(), 1);
-    let f = l.cells().values().find_map(|c| c.as_ref().err()).unwrap();
+    let journal = l.take_journal();
+    assert_eq!(journal.len(), 3, "each cell final once");
+    let f = journal
+        .iter()
+        .find_map(|c| c.outcome.as_ref().err())
+        .unwrap();
     assert_eq!(f.attempts, 3);
+    assert_eq!(l.stats().retried_cells, 2);
 }
 
 #[test]
 fn a_failed_unit_fails_each_of_its_cells() {
-    let mut l = Ledger::new(units(1, 3)).with_max_attempts(1);
+    let mut l = ledger(1, 3).with_max_attempts(1);
     let u = l.lease(&w("a", "0"), &[]).unwrap();
     l.fail_unit(u.id, &CellFailure::new(FailureKind::Data, "bad file"));
     assert!(l.is_finished());
     assert_eq!(l.failed(), 3);
+    let expected: Vec<_> = grid(1, 3).iter().map(|s| s.id()).collect();
+    let failed: Vec<_> = l.take_journal().iter().map(|c| c.key.param_set).collect();
+    assert_eq!(failed, expected, "named by the grid's sets");
 }
 
 #[test]
@@ -144,7 +178,7 @@ fn leases_prefer_cached_shards_then_speculate_on_stragglers() {
     );
     let mut us = units(2, 1);
     us[1].shard = other.clone();
-    let mut l = Ledger::new(us);
+    let mut l = Ledger::new(grid(2, 1), us);
     let first = l.lease(&w("n1", "0"), &[other.id()]).unwrap();
     assert_eq!(first.shard, other, "the node holds T");
     let second = l.lease(&w("n2", "0"), &[]).unwrap();
@@ -159,26 +193,57 @@ fn leases_prefer_cached_shards_then_speculate_on_stragglers() {
 }
 
 #[test]
-fn resuming_skips_done_cells() {
+fn resuming_counts_done_cells_and_leases_the_rest() {
     let all = units(2, 2);
-    let done: BTreeMap<CellKey, CellOutcome> = all[0]
-        .sets
-        .iter()
-        .map(|s| {
-            (
-                CellKey {
-                    shard: shard().id(),
-                    param_set: s.id(),
-                },
-                Ok(metrics(1)),
-            )
-        })
-        .collect();
-    let mut l = Ledger::resume(vec![all[1].clone()], done);
-    assert_eq!((l.expected(), l.recorded()), (4, 2));
+    let mut l = Ledger::new(grid(2, 2), vec![all[1].clone()]).with_resumed(2, 1);
+    assert_eq!((l.expected(), l.recorded(), l.failed()), (4, 2, 1));
     let u = l.lease(&w("n", "0"), &[]).unwrap();
+    assert_eq!(u.id, all[1].id);
+    // A result for a resumed cell is not this run's to take.
+    l.report(None, &shard(), ok_results(&all[0], 9));
+    assert_eq!(l.stats().foreign_cells, 2);
     l.report(Some(u.id), &u.shard, ok_results(&u, 2));
     assert!(l.is_finished());
+    assert_eq!(l.take_journal().len(), 2);
+}
+
+#[test]
+fn a_retry_of_a_constrained_run_names_the_failed_set() {
+    // 3 × 3 product, `a < b` keeps positions 1, 2 and 5 as sets 0, 1 and 2.
+    let g = Grid::new()
+        .axis("a", [1, 2, 3])
+        .axis("b", [1, 2, 3])
+        .constrain("a < b");
+    let run = WorkUnit {
+        id: UnitId(0),
+        shard: shard(),
+        sets: SetSpan::Run {
+            first: SetPlace {
+                index: 0,
+                position: 1,
+            },
+            count: 3,
+        },
+    };
+    let sets = run.sets.expand(&g);
+    let places: Vec<u64> = sets.iter().map(|(p, _)| p.position).collect();
+    assert_eq!(places, [1, 2, 5]);
+    let mut l = Ledger::new(g.clone(), vec![run]);
+    let u = l.lease(&w("n", "0"), &[]).unwrap();
+    let mut results: Vec<SetResult> = sets
+        .iter()
+        .map(|(place, set)| SetResult {
+            place: *place,
+            param_set: set.id(),
+            outcome: Ok(metrics(1)),
+        })
+        .collect();
+    results[2].outcome = Err(CellFailure::new(FailureKind::Panic, "boom"));
+    l.report(Some(u.id), &u.shard, results);
+    let retry = l.lease(&w("n", "0"), &[]).unwrap();
+    let again = retry.sets.expand(&g);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].1, sets[2].1, "the same set, found by its position");
 }
 
 proptest! {
@@ -190,7 +255,7 @@ proptest! {
         per_unit in 1usize..5,
         script in proptest::collection::vec((0u8..4, 0usize..12), 0..80),
     ) {
-        let mut l = Ledger::new(units(n_units, per_unit));
+        let mut l = ledger(n_units, per_unit);
         let mut first: BTreeMap<UnitId, u64> = BTreeMap::new();
         let mut leased: Vec<WorkUnit> = Vec::new();
         let mut tag = 0u64;
@@ -222,8 +287,11 @@ proptest! {
         }
         prop_assert!(l.is_finished());
         prop_assert_eq!(l.recorded(), n_units * per_unit);
-        let by_tag: BTreeMap<u64, usize> = l.cells().values().fold(BTreeMap::new(), |mut m, c| {
-            *m.entry(c.as_ref().unwrap().trades).or_default() += 1;
+        let journal = l.take_journal();
+        let distinct: std::collections::BTreeSet<_> = journal.iter().map(|c| c.key.clone()).collect();
+        prop_assert_eq!(distinct.len(), journal.len(), "no cell final twice");
+        let by_tag: BTreeMap<u64, usize> = journal.iter().fold(BTreeMap::new(), |mut m, c| {
+            *m.entry(c.outcome.as_ref().unwrap().trades).or_default() += 1;
             m
         });
         for (id, t) in first {
@@ -234,7 +302,7 @@ proptest! {
 
 #[test]
 fn a_pending_only_lease_never_copies_a_running_unit() {
-    let mut l = Ledger::new(units(2, 2));
+    let mut l = ledger(2, 2);
     let a = l.lease_pending(&w("gpu", "0"), &[]).unwrap();
     let b = l.lease_pending(&w("gpu", "0"), &[]).unwrap();
     assert_ne!(a.id, b.id, "one worker may hold several units");

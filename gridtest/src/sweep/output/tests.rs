@@ -1,0 +1,168 @@
+//! Rendering checked against a naive in-memory computation, with sorts forced to spill.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::engine::{CellKey, CellOutcome, FailureKind};
+use crate::metrics::Metrics;
+use crate::params::SetPlace;
+use crate::sweep::ledger::FinalCell;
+use crate::sweep::spool::CellSpool;
+
+fn shards() -> Vec<Shard> {
+    ["A", "B"]
+        .iter()
+        .map(|s| {
+            Shard::new(
+                *s,
+                "2024-01-02".parse().unwrap(),
+                "2024-01-05".parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The outcome of cell (`index`, `shard`): a spread of Sharpe ratios, some NaN, some failures.
+fn outcome(index: u64, shard: u32) -> CellOutcome {
+    if shard == 1 && index % 997 == 5 {
+        return Err(CellFailure::new(
+            FailureKind::Panic,
+            format!("boom {index}"),
+        ));
+    }
+    let sharpe = if index % 777 == 3 {
+        f64::NAN
+    } else {
+        ((index * 7919 + u64::from(shard) * 104_729) % 1000) as f64 / 100.0 - 5.0
+    };
+    Ok(Metrics {
+        n_ticks: 100,
+        trades: index % 13,
+        sharpe,
+        ..Metrics::default()
+    })
+}
+
+#[test]
+fn outputs_match_a_naive_ranking_with_spilling_sorts() {
+    // 400 × 300 positions, `b > 0` keeps 119 600 sets: 239 200 cells over two shards.
+    let grid = Grid::new()
+        .axis("a", 0..400i64)
+        .axis("b", 0..300i64)
+        .constrain("b > 0");
+    let shards = shards();
+    let places: Vec<(SetPlace, ParamSet)> = (0u64..)
+        .zip(grid.slice(0..grid.product_len() as u64))
+        .map(|(index, (position, set))| (SetPlace { index, position }, set))
+        .collect();
+    let work = tempfile::tempdir().unwrap();
+    let mut spool = CellSpool::create(&work.path().join("cells"), &shards).unwrap();
+    // Cells arrive out of order: a stride coprime with the count visits each once.
+    let n = places.len() * 2;
+    let mut k = 0usize;
+    for _ in 0..n {
+        k = (k + 100_003) % n;
+        let (place, set) = &places[k / 2];
+        let shard = u32::try_from(k % 2).unwrap();
+        spool
+            .push(&FinalCell {
+                key: CellKey {
+                    shard: shards[shard as usize].id(),
+                    param_set: set.id(),
+                },
+                place: *place,
+                outcome: outcome(place.index, shard),
+            })
+            .unwrap();
+    }
+    let spool = spool.finish().unwrap();
+    let subject = Subject {
+        grid: &grid,
+        shards: &shards,
+        metric: RankMetric::Sharpe,
+    };
+    let out = work.path().join("out");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let rendered = runtime
+        // 4 MiB: far below the ~28 MiB the cells take as Arrow arrays, so both sorts must spill.
+        .block_on(render_within(&spool, &subject, &out, 4 << 20))
+        .unwrap();
+
+    // The naive ranking: every set's mean Sharpe over its successful shards.
+    let mut naive: Vec<(bool, f64, ParamSetId)> = places
+        .iter()
+        .map(|(place, set)| {
+            let outcomes: Vec<CellOutcome> = (0..2).map(|s| outcome(place.index, s)).collect();
+            let ok: Vec<f64> = outcomes
+                .iter()
+                .filter_map(|o| o.as_ref().ok())
+                .map(|m| m.sharpe)
+                .collect();
+            let failed = outcomes.len() - ok.len();
+            let mean = ok.iter().sum::<f64>() / ok.len() as f64;
+            let key = if mean.is_nan() { f64::INFINITY } else { -mean };
+            (failed > 0 || mean.is_nan(), key, set.id())
+        })
+        .collect();
+    naive.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let expected_ids: Vec<String> = naive.iter().map(|r| r.2.to_string()).collect();
+
+    let mut board = csv::Reader::from_path(out.join(LEADERBOARD_CSV)).unwrap();
+    let id_col = board
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "param_set_id")
+        .unwrap();
+    let ids: Vec<String> = board
+        .records()
+        .map(|r| r.unwrap()[id_col].to_owned())
+        .collect();
+    assert_eq!(ids.len(), places.len(), "every set ranked");
+    assert_eq!(ids, expected_ids, "leaderboard.csv in the naive order");
+    let held: Vec<String> = rendered
+        .leaderboard
+        .rows
+        .iter()
+        .map(|r| r.params.id().to_string())
+        .collect();
+    assert_eq!(held, expected_ids[..LEADERBOARD_ROWS], "the best rows held");
+    assert_eq!(rendered.leaderboard.ranked, places.len());
+
+    let failed = places.iter().filter(|(p, _)| p.index % 997 == 5).count();
+    assert_eq!((rendered.cells, rendered.failed), (n, failed));
+    assert_eq!(rendered.failures.len(), FAILURES_HELD.min(failed));
+
+    // results.csv: grid order, then shard order, each cell once.
+    let mut cells = csv::Reader::from_path(out.join(RESULTS_CSV)).unwrap();
+    let headers = cells.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (id_col, symbol_col) = (col("param_set_id"), col("symbol"));
+    let order: Vec<(String, String)> = cells
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[id_col].to_owned(), r[symbol_col].to_owned())
+        })
+        .collect();
+    let expected: Vec<(String, String)> = places
+        .iter()
+        .flat_map(|(_, set)| ["A", "B"].map(|s| (set.id().to_string(), s.to_owned())))
+        .collect();
+    assert_eq!(order, expected);
+
+    // results.parquet holds the same cells.
+    let file = File::open(out.join(RESULTS_PARQUET)).unwrap();
+    let reader =
+        datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, n);
+    let by_set: BTreeMap<_, _> = naive.iter().map(|r| (r.2, r.0)).collect();
+    assert_eq!(by_set.len(), places.len(), "set ids are distinct");
+}
