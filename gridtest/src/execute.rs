@@ -24,8 +24,8 @@ use crate::persist::{LedgerLog, SweepLock};
 use crate::progress::Progress;
 use crate::storage::Location;
 use crate::sweep::{
-    CellKey, CellOutcome, CellSpool, Ledger, ResultParts, Sweep, SweepError, SweepResults, Timings,
-    output,
+    CellKey, CellOutcome, CellSpool, FinalCell, Ledger, ResultParts, Sweep, SweepError,
+    SweepResults, Timings, output,
 };
 
 pub use plan::Plan;
@@ -145,15 +145,7 @@ pub(crate) async fn execute(
     let ledger = Ledger::new(plan.grid.clone(), planned.units)
         .with_resumed(planned.resumed.len(), resumed_failed)
         .with_max_attempts(opts.max_attempts);
-    let workspace = tempfile::Builder::new()
-        .prefix("gridtest-sweep-")
-        .tempdir()
-        .map_err(|e| output_error(&std::env::temp_dir(), e))?;
-    let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.shards)?;
-    for cell in &planned.resumed {
-        spool.push(cell)?;
-    }
-    drop(planned.resumed);
+    let (workspace, spool) = open_spool(&plan, planned.resumed)?;
     let outcome = run_actors(&plan, ledger, log, spool, &loader, opts, &setup).await;
     loader.stop(None);
     let _ = loader_task.await;
@@ -162,10 +154,45 @@ pub(crate) async fn execute(
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
     }
+    let timings = Timings {
+        load,
+        compute: outcome.compute_wall,
+        wall: plan.started.elapsed(),
+        evaluations: planned.evaluations,
+    };
+    let results = finish(plan, outcome, workspace, timings, opts).await;
+    if let Some(lock) = lock {
+        lock.release().await;
+    }
+    results
+}
+
+/// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
+/// from the persisted ledger already in it.
+fn open_spool(plan: &Plan, resumed: Vec<FinalCell>) -> Result<(tempfile::TempDir, CellSpool)> {
+    let workspace = tempfile::Builder::new()
+        .prefix("gridtest-sweep-")
+        .tempdir()
+        .map_err(|e| output_error(&std::env::temp_dir(), e))?;
+    let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.shards)?;
+    for cell in &resumed {
+        spool.push(cell)?;
+    }
+    Ok((workspace, spool))
+}
+
+/// Renders the outputs from the spool, and persists them under the results root, if any.
+async fn finish(
+    plan: Plan,
+    outcome: SupervisorOutcome,
+    workspace: tempfile::TempDir,
+    timings: Timings,
+    opts: &RunOptions,
+) -> Result<SweepResults> {
     let spool = outcome
         .spool
         .map_err(|why| output_error(&workspace.path().join("cells"), why))?;
-    let compute_end = std::time::Instant::now();
+    let started = std::time::Instant::now();
     let subject = output::Subject {
         grid: &plan.grid,
         shards: &plan.shards,
@@ -174,38 +201,26 @@ pub(crate) async fn execute(
     let rendered = output::render(&spool, &subject, &workspace.path().join("out")).await?;
     tracing::info!(
         cells = rendered.cells,
-        ms = compute_end.elapsed().as_millis() as u64,
+        ms = started.elapsed().as_millis() as u64,
         "outputs rendered"
     );
-    let timings = Timings {
-        load,
-        compute: outcome.compute_wall,
-        wall: plan.started.elapsed(),
-        evaluations: planned.evaluations,
-    };
+    let sweep_id = plan.spec.id();
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,
         grid: plan.grid,
+        n_sets: plan.n_sets,
         shards: plan.shards,
         spool,
         rendered,
         workspace,
         timings,
     })
-    .with_run_info(
-        sweep_id.clone(),
-        outcome.computed,
-        outcome.nodes,
-        outcome.gpu_slots,
-    );
+    .with_run_info(sweep_id, outcome.computed, outcome.nodes, outcome.gpu_slots);
     if let Some(why) = outcome.persist_failure {
         results.set_persist_failure(why);
     }
     if let Some(root) = &opts.results {
         persist_results(&mut results, root).await;
-    }
-    if let Some(lock) = lock {
-        lock.release().await;
     }
     Ok(results)
 }

@@ -96,6 +96,14 @@ impl Location {
         &self.url
     }
 
+    /// The folder on this machine, for a `file://` location.
+    #[must_use]
+    pub fn local_path(&self) -> Option<std::path::PathBuf> {
+        (self.url.scheme() == "file")
+            .then(|| self.url.to_file_path().ok())
+            .flatten()
+    }
+
     /// A sub-location.
     #[must_use]
     pub fn join(&self, relative: &str) -> Self {

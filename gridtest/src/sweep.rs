@@ -10,6 +10,7 @@ pub mod output;
 pub mod spool;
 mod sweep_id;
 mod work_unit;
+mod worker_id;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -283,6 +284,7 @@ pub struct RunInfo {
 pub(crate) struct ResultParts {
     pub(crate) strategy: StrategyEntry,
     pub(crate) grid: Grid,
+    pub(crate) n_sets: usize,
     pub(crate) shards: Vec<Shard>,
     pub(crate) spool: Spool,
     pub(crate) rendered: output::Rendered,
@@ -295,7 +297,7 @@ impl SweepResults {
         Self {
             strategy: parts.strategy.name.to_owned(),
             version: parts.strategy.version.to_owned(),
-            n_sets: parts.grid.len(),
+            n_sets: parts.n_sets,
             grid: parts.grid,
             shards: parts.shards,
             spool: parts.spool,

@@ -52,6 +52,17 @@ pub struct WriterOutcome {
     pub persist_failure: Option<String>,
 }
 
+impl WriterOutcome {
+    /// The outcome when the writer is gone: nothing spooled, nothing known persisted.
+    #[must_use]
+    pub fn lost(why: &str) -> Self {
+        Self {
+            spool: Err(why.to_owned()),
+            persist_failure: Some(why.to_owned()),
+        }
+    }
+}
+
 /// The ledger writer actor (one per sweep, on the head).
 #[derive(Debug, Default)]
 pub struct LedgerWriter;

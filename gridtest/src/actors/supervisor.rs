@@ -292,15 +292,9 @@ impl Supervisor {
                 .await
             {
                 Ok(CallResult::Success(outcome)) => outcome,
-                _ => WriterOutcome {
-                    spool: Err("the ledger writer did not answer".to_owned()),
-                    persist_failure: Some("the ledger writer did not answer".to_owned()),
-                },
+                _ => WriterOutcome::lost("the ledger writer did not answer"),
             },
-            None => WriterOutcome {
-                spool: Err("the ledger writer was stopped".to_owned()),
-                persist_failure: None,
-            },
+            None => WriterOutcome::lost("the ledger writer was stopped"),
         };
         state.progress.finish();
         state.flag_slow_nodes();

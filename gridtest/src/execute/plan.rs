@@ -17,6 +17,8 @@ use crate::sweep::Sweep;
 pub struct Plan {
     pub(crate) strategy: StrategyEntry,
     pub(crate) grid: Grid,
+    /// Parameter sets of the grid (counted once: a count walks the grid).
+    pub(crate) n_sets: usize,
     pub(crate) exec: ExecModel,
     pub(crate) dataset: Dataset,
     pub(crate) shards: Vec<Shard>,
@@ -91,6 +93,7 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
     Ok(Plan {
         strategy,
         grid: sweep.grid_ref().clone(),
+        n_sets,
         exec: sweep.exec_model().clone(),
         dataset,
         shards,

@@ -29,7 +29,7 @@ pub(super) fn plan_units(
     unit_evals: u64,
     parallelism: usize,
 ) -> Result<Planned> {
-    let n_sets = plan.grid.len();
+    let n_sets = plan.n_sets;
     let mut planned = Planned {
         units: Vec::new(),
         evaluations: 0,

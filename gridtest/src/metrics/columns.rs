@@ -149,12 +149,13 @@ pub fn metric_column(name: &str) -> Option<&'static MetricColumn> {
     METRIC_COLUMNS.iter().find(|c| c.name == name)
 }
 
-/// Metrics from their column values (`value` gives each column's value).
+/// Metrics from their column values: `value(k, column)` gives the value of the `k`-th column
+/// of [`METRIC_COLUMNS`].
 #[must_use]
-pub fn metrics_from(value: impl Fn(&MetricColumn) -> MetricValue) -> Metrics {
+pub fn metrics_from(value: impl Fn(usize, &MetricColumn) -> MetricValue) -> Metrics {
     let mut m = Metrics::default();
-    for c in &METRIC_COLUMNS {
-        (c.set)(&mut m, value(c));
+    for (k, c) in METRIC_COLUMNS.iter().enumerate() {
+        (c.set)(&mut m, value(k, c));
     }
     m
 }

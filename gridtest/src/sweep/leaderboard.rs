@@ -1,12 +1,13 @@
 //! `Leaderboard`: parameter sets ranked by a metric averaged across shards.
 
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 
 use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 
 use crate::metrics::{Metrics, RankMetric};
-use crate::params::ParamSet;
+use crate::params::{ParamSet, ParamSetId};
 
 /// One parameter set's figures across the shards of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -15,6 +16,8 @@ pub struct LeaderRow {
     pub rank: usize,
     /// The parameter set.
     pub params: ParamSet,
+    /// Its id.
+    pub param_set_id: ParamSetId,
     /// Shards with a result.
     pub shards: usize,
     /// Shards whose cell failed.
@@ -39,6 +42,37 @@ pub struct LeaderRow {
     pub profit_factor: f64,
     /// Mean exposure.
     pub exposure: f64,
+}
+
+impl LeaderRow {
+    /// Names of the real-valued figures, in the order of [`LeaderRow::figures`].
+    pub const FIGURES: [&'static str; 9] = [
+        "score",
+        "total_return",
+        "sharpe",
+        "sortino",
+        "max_drawdown",
+        "worst_drawdown",
+        "win_rate",
+        "profit_factor",
+        "exposure",
+    ];
+
+    /// The real-valued figures, named by [`LeaderRow::FIGURES`].
+    #[must_use]
+    pub fn figures(&self) -> [f64; 9] {
+        [
+            self.score,
+            self.total_return,
+            self.sharpe,
+            self.sortino,
+            self.max_drawdown,
+            self.worst_drawdown,
+            self.win_rate,
+            self.profit_factor,
+            self.exposure,
+        ]
+    }
 }
 
 /// Parameter sets ranked by a metric aggregated across shards (its mean). Sets with a failed
@@ -117,8 +151,8 @@ impl SetTally {
         self.exposure += m.exposure;
     }
 
-    /// The set's row (rank 0: not ranked yet).
-    pub(crate) fn row(&self, params: ParamSet) -> LeaderRow {
+    /// The set's row (rank 0: not ranked yet); `id` is `params`' id.
+    pub(crate) fn row(&self, params: ParamSet, id: ParamSetId) -> LeaderRow {
         #[allow(clippy::cast_precision_loss, reason = "shard counts are small")]
         let mean = |sum: f64| {
             if self.ok == 0 {
@@ -130,6 +164,7 @@ impl SetTally {
         LeaderRow {
             rank: 0,
             params,
+            param_set_id: id,
             shards: self.ok,
             failed: self.failed,
             score: mean(self.score),
@@ -162,7 +197,7 @@ pub(crate) fn rank_order(a: &LeaderRow, b: &LeaderRow, metric: RankMetric) -> Or
     let (ka, kb) = (rank_key(a, metric), rank_key(b, metric));
     ka.0.cmp(&kb.0)
         .then(ka.1.total_cmp(&kb.1))
-        .then(a.params.id().cmp(&b.params.id()))
+        .then(a.param_set_id.cmp(&b.param_set_id))
 }
 
 /// The best rows seen so far, at most `keep` of them.
@@ -282,6 +317,7 @@ impl Leaderboard {
 pub struct LeaderCsv<W: std::io::Write> {
     out: csv::Writer<W>,
     axes: Vec<String>,
+    number: String,
 }
 
 impl<W: std::io::Write> LeaderCsv<W> {
@@ -293,25 +329,15 @@ impl<W: std::io::Write> LeaderCsv<W> {
         let mut out = csv::Writer::from_writer(w);
         let mut header: Vec<&str> = vec!["rank"];
         header.extend(axes.iter().map(String::as_str));
-        header.extend([
-            "score",
-            "total_return",
-            "sharpe",
-            "sortino",
-            "max_drawdown",
-            "worst_drawdown",
-            "trades",
-            "win_rate",
-            "profit_factor",
-            "exposure",
-            "shards",
-            "failed",
-            "param_set_id",
-        ]);
+        header.extend(&LeaderRow::FIGURES[..6]);
+        header.push("trades");
+        header.extend(&LeaderRow::FIGURES[6..]);
+        header.extend(["shards", "failed", "param_set_id"]);
         out.write_record(&header)?;
         Ok(Self {
             out,
             axes: axes.to_vec(),
+            number: String::new(),
         })
     }
 
@@ -320,28 +346,30 @@ impl<W: std::io::Write> LeaderCsv<W> {
     /// # Errors
     /// An I/O or CSV error.
     pub fn write(&mut self, r: &LeaderRow) -> csv::Result<()> {
-        let mut rec = vec![r.rank.to_string()];
-        rec.extend(
-            self.axes
-                .iter()
-                .map(|a| r.params.get(a).map(ToString::to_string).unwrap_or_default()),
-        );
-        rec.extend([
-            r.score.to_string(),
-            r.total_return.to_string(),
-            r.sharpe.to_string(),
-            r.sortino.to_string(),
-            r.max_drawdown.to_string(),
-            r.worst_drawdown.to_string(),
-            r.trades.to_string(),
-            r.win_rate.to_string(),
-            r.profit_factor.to_string(),
-            r.exposure.to_string(),
-            r.shards.to_string(),
-            r.failed.to_string(),
-            r.params.id().to_string(),
-        ]);
-        self.out.write_record(&rec)
+        let mut field = |out: &mut csv::Writer<W>, v: &dyn std::fmt::Display| {
+            self.number.clear();
+            write!(self.number, "{v}").expect("formatting into a String");
+            out.write_field(&self.number)
+        };
+        field(&mut self.out, &r.rank)?;
+        for a in &self.axes {
+            match r.params.get(a) {
+                Some(v) => field(&mut self.out, v)?,
+                None => self.out.write_field("")?,
+            }
+        }
+        let figures = r.figures();
+        for v in &figures[..6] {
+            field(&mut self.out, v)?;
+        }
+        field(&mut self.out, &r.trades)?;
+        for v in &figures[6..] {
+            field(&mut self.out, v)?;
+        }
+        field(&mut self.out, &r.shards)?;
+        field(&mut self.out, &r.failed)?;
+        field(&mut self.out, &r.param_set_id)?;
+        self.out.write_record(None::<&[u8]>)
     }
 
     /// Flushes.

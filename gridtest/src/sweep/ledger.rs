@@ -20,7 +20,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use self::unit_entry::{UnitEntry, UnitState};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
+pub use super::worker_id::WorkerId;
 use crate::data::{Shard, ShardId};
 use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
 use crate::params::{Grid, ParamSetId, SetPlace};
@@ -30,90 +32,6 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
 /// How far down the queue a lease looks for a unit whose shard the worker's node holds.
 const LOCALITY_WINDOW: usize = 256;
-
-/// Who holds a lease: a scorer slot on a node.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct WorkerId {
-    /// Node name (stable across restarts of the same pod).
-    pub node: String,
-    /// Scorer slot on the node.
-    pub slot: String,
-}
-
-impl WorkerId {
-    /// A worker id.
-    #[must_use]
-    pub fn new(node: impl Into<String>, slot: impl Into<String>) -> Self {
-        Self {
-            node: node.into(),
-            slot: slot.into(),
-        }
-    }
-
-    /// Whether the slot is a GPU scorer (`gpuD-K`).
-    #[must_use]
-    pub fn is_gpu(&self) -> bool {
-        self.slot.starts_with("gpu")
-    }
-}
-
-impl std::fmt::Display for WorkerId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.node, self.slot)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum UnitState {
-    Pending,
-    Leased(Vec<(WorkerId, Instant)>),
-    Done,
-}
-
-#[derive(Debug)]
-struct UnitEntry {
-    unit: WorkUnit,
-    state: UnitState,
-    leases: u32,
-    /// One bit per set of the span: the cell is neither final nor moved to a retry unit.
-    open: Vec<u64>,
-    /// Bits set in `open`.
-    open_count: usize,
-}
-
-impl UnitEntry {
-    fn new(unit: WorkUnit) -> Self {
-        let n = unit.sets.len();
-        let mut open = vec![u64::MAX; n.div_ceil(64)];
-        if !n.is_multiple_of(64)
-            && let Some(last) = open.last_mut()
-        {
-            *last = (1u64 << (n % 64)) - 1;
-        }
-        Self {
-            unit,
-            state: UnitState::Pending,
-            leases: 0,
-            open,
-            open_count: n,
-        }
-    }
-
-    fn is_open(&self, offset: usize) -> bool {
-        self.open[offset / 64] & (1 << (offset % 64)) != 0
-    }
-
-    /// Closes the cell at `offset`; true when it was the unit's last open cell.
-    fn close(&mut self, offset: usize) -> bool {
-        self.open[offset / 64] &= !(1 << (offset % 64));
-        self.open_count -= 1;
-        self.open_count == 0
-    }
-
-    fn open_offsets(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.unit.sets.len()).filter(|o| self.is_open(*o))
-    }
-}
 
 /// One result of a scorer: a cell of the unit's shard.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -418,21 +336,7 @@ impl Ledger {
         }
         self.stats.duplicate_cells += duplicates;
         let retried = retry.len();
-        if !retry.is_empty() {
-            self.stats.retried_cells += retried as u64;
-            retry.sort_unstable();
-            retry.dedup_by_key(|p| p.index);
-            let id = UnitId(self.next_id);
-            self.next_id += 1;
-            self.add(
-                WorkUnit {
-                    id,
-                    shard: shard.clone(),
-                    sets: SetSpan::Listed(retry),
-                },
-                false,
-            );
-        }
+        self.queue_retries(shard, retry);
         if let Some(id) = unit
             && self.units.get(&id).is_some_and(|e| e.open_count == 0)
         {
@@ -443,6 +347,24 @@ impl Ledger {
         } else {
             Completion::Accepted { new, retried }
         }
+    }
+
+    /// Queues failed cells of `shard` for another attempt, in a unit of their own.
+    fn queue_retries(&mut self, shard: &Shard, mut retry: Vec<SetPlace>) {
+        if retry.is_empty() {
+            return;
+        }
+        self.stats.retried_cells += retry.len() as u64;
+        retry.sort_unstable();
+        retry.dedup_by_key(|p| p.index);
+        let id = UnitId(self.next_id);
+        self.next_id += 1;
+        let unit = WorkUnit {
+            id,
+            shard: shard.clone(),
+            sets: SetSpan::Listed(retry),
+        };
+        self.add(unit, false);
     }
 
     /// Fails every open cell of a unit with the same failure (e.g. its shard cannot be read);
@@ -568,3 +490,4 @@ impl Ledger {
 
 #[cfg(test)]
 mod tests;
+mod unit_entry;

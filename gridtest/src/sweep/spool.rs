@@ -334,13 +334,7 @@ pub fn decode(batch: &RecordBatch) -> Result<Vec<SpoolRow>, String> {
     let mut rows = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
         let outcome = match failure_at(i) {
-            None => Ok(metrics_from(|c| {
-                let k = METRIC_COLUMNS
-                    .iter()
-                    .position(|x| x.name == c.name)
-                    .expect("a metric column");
-                metric_at(metrics[k], i)
-            })),
+            None => Ok(metrics_from(|k, _| metric_at(metrics[k], i))),
             Some(json) => Err(serde_json::from_str::<CellFailure>(json)
                 .map_err(|e| format!("spool failure of row {i}: {e}"))?),
         };

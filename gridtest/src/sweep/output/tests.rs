@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::engine::{CellKey, CellOutcome, FailureKind};
 use crate::metrics::Metrics;
-use crate::params::SetPlace;
+use crate::params::{ParamSetId, SetPlace};
 use crate::sweep::ledger::FinalCell;
 use crate::sweep::spool::CellSpool;
 

@@ -1,0 +1,216 @@
+//! The leaderboard out of core: each set's row is spooled to Parquet parts as its cells pass,
+//! then DataFusion sorts the parts by rank into `leaderboard.csv`.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, AsArray, BooleanBuilder, Float64Builder, RecordBatch, UInt64Builder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, UInt64Type};
+
+use super::{next_batch, output_error, sorted};
+use crate::metrics::RankMetric;
+use crate::params::{ParamSetId, SetExpander};
+use crate::sweep::SweepError;
+use crate::sweep::leaderboard::{LeaderCsv, LeaderRow, rank_key};
+use crate::sweep::spool::write_parquet;
+
+/// Per-set rows written to Parquet parts as they are summed, for the leaderboard's sort.
+pub(super) struct BoardSpool {
+    dir: PathBuf,
+    metric: RankMetric,
+    rows: Vec<BoardRow>,
+    parts: u32,
+    written: u64,
+}
+
+/// A leaderboard row as spooled: its sort key, where its set sits, and its figures.
+struct BoardRow {
+    incomplete: bool,
+    key: f64,
+    position: u64,
+    id: u64,
+    shards: u64,
+    failed: u64,
+    trades: u64,
+    figures: [f64; 9],
+}
+
+/// Board rows per part file.
+const BOARD_PART_ROWS: usize = 65_536;
+
+impl BoardSpool {
+    pub(super) fn create(dir: &Path, metric: RankMetric) -> Result<Self, SweepError> {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            metric,
+            rows: Vec::new(),
+            parts: 0,
+            written: 0,
+        })
+    }
+
+    pub(super) fn push(&mut self, row: &LeaderRow, position: u64) -> Result<(), SweepError> {
+        let (incomplete, key) = rank_key(row, self.metric);
+        self.rows.push(BoardRow {
+            incomplete,
+            key,
+            position,
+            id: row.param_set_id.0,
+            shards: row.shards as u64,
+            failed: row.failed as u64,
+            trades: row.trades,
+            figures: row.figures(),
+        });
+        if self.rows.len() >= BOARD_PART_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), SweepError> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let mut incomplete = BooleanBuilder::new();
+        let (mut key, mut position, mut id) = (
+            Float64Builder::new(),
+            UInt64Builder::new(),
+            UInt64Builder::new(),
+        );
+        let (mut shards, mut failed, mut trades) = (
+            UInt64Builder::new(),
+            UInt64Builder::new(),
+            UInt64Builder::new(),
+        );
+        let mut figures: Vec<Float64Builder> = LeaderRow::FIGURES
+            .iter()
+            .map(|_| Float64Builder::new())
+            .collect();
+        for r in self.rows.drain(..) {
+            incomplete.append_value(r.incomplete);
+            key.append_value(r.key);
+            position.append_value(r.position);
+            id.append_value(r.id);
+            shards.append_value(r.shards);
+            failed.append_value(r.failed);
+            trades.append_value(r.trades);
+            for (b, v) in figures.iter_mut().zip(r.figures) {
+                b.append_value(v);
+            }
+        }
+        let mut fields = vec![
+            Field::new("incomplete", DataType::Boolean, false),
+            Field::new("key", DataType::Float64, false),
+            Field::new("position", DataType::UInt64, false),
+            Field::new("param_set_id", DataType::UInt64, false),
+            Field::new("shards", DataType::UInt64, false),
+            Field::new("failed", DataType::UInt64, false),
+            Field::new("trades", DataType::UInt64, false),
+        ];
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(incomplete.finish()),
+            Arc::new(key.finish()),
+            Arc::new(position.finish()),
+            Arc::new(id.finish()),
+            Arc::new(shards.finish()),
+            Arc::new(failed.finish()),
+            Arc::new(trades.finish()),
+        ];
+        for (name, mut b) in LeaderRow::FIGURES.iter().zip(figures) {
+            fields.push(Field::new(*name, DataType::Float64, false));
+            columns.push(Arc::new(b.finish()));
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+            .map_err(|e| output_error(&self.dir, e))?;
+        let n = batch.num_rows() as u64;
+        write_parquet(
+            &self.dir.join(format!("part-{:06}.parquet", self.parts)),
+            &batch,
+        )?;
+        self.parts += 1;
+        self.written += n;
+        Ok(())
+    }
+
+    /// Writes what is buffered; the rows written in all.
+    pub(super) fn finish(mut self) -> Result<u64, SweepError> {
+        self.flush()?;
+        Ok(self.written)
+    }
+}
+
+/// The per-set rows of a sweep, in part files, to be sorted.
+pub(super) struct SortedBoard<'a> {
+    pub(super) dir: &'a Path,
+    pub(super) rows: u64,
+    pub(super) memory: usize,
+}
+
+/// Writes `leaderboard.csv` from the board parts: every set, best first.
+pub(super) async fn write_leaderboard(
+    board: &SortedBoard<'_>,
+    expander: &SetExpander,
+    axes: &[String],
+    path: &Path,
+) -> Result<(), SweepError> {
+    let dir = board.dir;
+    let file = File::create(path).map_err(|e| output_error(path, e))?;
+    let mut out = LeaderCsv::new(BufWriter::new(file), axes).map_err(|e| output_error(path, e))?;
+    let by = ["incomplete", "key", "param_set_id"];
+    let mut stream = sorted(dir, board.rows, &by, board.memory).await?;
+    let mut rank = 0;
+    while let Some(batch) = next_batch(&mut stream, dir).await? {
+        let u64s = |name: &str| {
+            batch
+                .column_by_name(name)
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+                .ok_or_else(|| output_error(dir, format!("board column {name} is missing")))
+        };
+        let (position, id) = (u64s("position")?, u64s("param_set_id")?);
+        let (shards, failed, trades) = (u64s("shards")?, u64s("failed")?, u64s("trades")?);
+        let figures: Vec<_> = LeaderRow::FIGURES
+            .iter()
+            .map(|name| {
+                batch
+                    .column_by_name(name)
+                    .and_then(|c| c.as_primitive_opt::<Float64Type>())
+                    .ok_or_else(|| output_error(dir, format!("board column {name} is missing")))
+            })
+            .collect::<Result<_, _>>()?;
+        for i in 0..batch.num_rows() {
+            rank += 1;
+            let params = expander.set_at(position.value(i)).ok_or_else(|| {
+                output_error(
+                    dir,
+                    format!("no parameter set at position {}", position.value(i)),
+                )
+            })?;
+            let f = |k: usize| figures[k].value(i);
+            let row = LeaderRow {
+                rank,
+                params,
+                param_set_id: ParamSetId(id.value(i)),
+                shards: usize::try_from(shards.value(i)).unwrap_or(usize::MAX),
+                failed: usize::try_from(failed.value(i)).unwrap_or(usize::MAX),
+                score: f(0),
+                total_return: f(1),
+                sharpe: f(2),
+                sortino: f(3),
+                max_drawdown: f(4),
+                worst_drawdown: f(5),
+                trades: trades.value(i),
+                win_rate: f(6),
+                profit_factor: f(7),
+                exposure: f(8),
+            };
+            out.write(&row).map_err(|e| output_error(path, e))?;
+        }
+    }
+    out.finish().map_err(|e| output_error(path, e))
+}

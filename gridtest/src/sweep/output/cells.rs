@@ -1,0 +1,410 @@
+//! `CellWriter`: the cells, one row each, to `results.csv` and `results.parquet` as they stream
+//! by. Cells are gathered into Arrow batches; each batch is encoded as CSV and as Parquet on two
+//! threads of their own, while the next batch is gathered.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch,
+    StringBuilder, UInt64Builder,
+};
+use datafusion::arrow::datatypes::{
+    DataType, Field, Float64Type, Int64Type, Schema, SchemaRef, UInt64Type,
+};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::Compression;
+use datafusion::parquet::file::properties::WriterProperties;
+
+use super::{OUTPUT_BATCH, RESULTS_CSV, RESULTS_PARQUET, output_error};
+use crate::data::Shard;
+use crate::metrics::{METRIC_COLUMNS, MetricColumn, MetricValue};
+use crate::params::{Grid, ParamKind, ParamSet, ParamSetId, ParamValue};
+use crate::sweep::SweepError;
+use crate::sweep::spool::SpoolRow;
+
+/// Cells per row group of `results.parquet` (the writer holds the open one in memory).
+const RESULTS_ROW_GROUP: usize = 131_072;
+
+/// A parameter set's id as text, formatted once for all its cells.
+pub(super) struct SetText {
+    id: String,
+}
+
+impl SetText {
+    pub(super) fn new(id: ParamSetId) -> Self {
+        Self { id: id.to_string() }
+    }
+}
+
+/// A shard's text: its symbol and its full name.
+pub(super) struct ShardText {
+    symbol: String,
+    name: String,
+}
+
+impl ShardText {
+    pub(super) fn new(shard: &Shard) -> Self {
+        Self {
+            symbol: shard.symbol().to_owned(),
+            name: shard.to_string(),
+        }
+    }
+}
+
+/// A file written from batches on a thread of its own.
+struct BatchThread {
+    path: PathBuf,
+    batches: Option<SyncSender<RecordBatch>>,
+    thread: Option<JoinHandle<Result<(), String>>>,
+}
+
+/// What a [`BatchThread`] does with each batch, and at the end.
+trait BatchSink: Send + 'static {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), String>;
+    fn finish(self) -> Result<(), String>;
+}
+
+impl BatchThread {
+    fn start(path: &Path, mut sink: impl BatchSink) -> Result<Self, SweepError> {
+        let (send, receive): (SyncSender<RecordBatch>, Receiver<RecordBatch>) = sync_channel(2);
+        let thread = std::thread::Builder::new()
+            .name("results-writer".to_owned())
+            .spawn(move || {
+                for batch in receive {
+                    sink.write(&batch)?;
+                }
+                sink.finish()
+            })
+            .map_err(|e| output_error(path, e))?;
+        Ok(Self {
+            path: path.to_owned(),
+            batches: Some(send),
+            thread: Some(thread),
+        })
+    }
+
+    fn write(&mut self, batch: RecordBatch) -> Result<(), SweepError> {
+        let sent = self.batches.as_ref().map(|s| s.send(batch));
+        if matches!(sent, Some(Ok(()))) {
+            return Ok(());
+        }
+        // The thread stopped: its error says why.
+        Err(self
+            .join()
+            .err()
+            .unwrap_or_else(|| output_error(&self.path, "the writer stopped")))
+    }
+
+    fn join(&mut self) -> Result<(), SweepError> {
+        self.batches = None;
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(Ok(()))) | None => Ok(()),
+            Some(Ok(Err(e))) => Err(output_error(&self.path, e)),
+            Some(Err(_)) => Err(output_error(&self.path, "the writer panicked")),
+        }
+    }
+}
+
+impl BatchSink for ArrowWriter<File> {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        ArrowWriter::write(self, batch).map_err(|e| e.to_string())
+    }
+
+    fn finish(self) -> Result<(), String> {
+        self.close().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// `results.csv` from the same batches: every value as Rust displays it (so a float reads
+/// back bit for bit), nulls as empty fields.
+struct CsvSink {
+    out: csv::Writer<BufWriter<File>>,
+    text: String,
+}
+
+impl BatchSink for CsvSink {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        let columns = batch.columns();
+        for row in 0..batch.num_rows() {
+            for column in columns {
+                self.text.clear();
+                display_value(column, row, &mut self.text)?;
+                self.out
+                    .write_field(&self.text)
+                    .map_err(|e| e.to_string())?;
+            }
+            self.out
+                .write_record(None::<&[u8]>)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(), String> {
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| e.error().to_string())?
+            .into_inner()
+            .map_err(|e| e.error().to_string())?;
+        file.sync_all().map_err(|e| e.to_string())
+    }
+}
+
+/// Appends the value at `row` of `column` as Rust displays it (empty for a null).
+fn display_value(column: &ArrayRef, row: usize, text: &mut String) -> Result<(), String> {
+    if column.is_null(row) {
+        return Ok(());
+    }
+    let written = match column.data_type() {
+        DataType::Int64 => write!(text, "{}", column.as_primitive::<Int64Type>().value(row)),
+        DataType::UInt64 => write!(text, "{}", column.as_primitive::<UInt64Type>().value(row)),
+        DataType::Float64 => write!(text, "{}", column.as_primitive::<Float64Type>().value(row)),
+        DataType::Boolean => write!(text, "{}", column.as_boolean().value(row)),
+        DataType::Utf8 => {
+            text.push_str(column.as_string::<i32>().value(row));
+            Ok(())
+        }
+        other => return Err(format!("no CSV form for {other}")),
+    };
+    written.map_err(|e| e.to_string())
+}
+
+/// Writes cells to `results.csv` and `results.parquet` as they come.
+pub(super) struct CellWriter {
+    csv: BatchThread,
+    parquet: BatchThread,
+    axes: Vec<String>,
+    schema: SchemaRef,
+    params: Vec<ParamColumn>,
+    symbol: StringBuilder,
+    metrics: Vec<MetricBuilder>,
+    id: StringBuilder,
+    shard: StringBuilder,
+    error: StringBuilder,
+    buffered: usize,
+}
+
+impl CellWriter {
+    pub(super) fn create(dir: &Path, grid: &Grid) -> Result<Self, SweepError> {
+        let axes: Vec<String> = grid.axes().iter().map(|a| a.name.clone()).collect();
+        let kinds: Vec<ParamKind> = grid
+            .axes()
+            .iter()
+            .map(|a| a.values.first().map_or(ParamKind::Int, ParamValue::kind))
+            .collect();
+        let schema = results_schema(&axes, &kinds);
+        let csv_path = dir.join(RESULTS_CSV);
+        let file = File::create(&csv_path).map_err(|e| output_error(&csv_path, e))?;
+        let mut out = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file));
+        let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        out.write_record(&header)
+            .map_err(|e| output_error(&csv_path, e))?;
+        let csv = BatchThread::start(
+            &csv_path,
+            CsvSink {
+                out,
+                text: String::new(),
+            },
+        )?;
+        let parquet_path = dir.join(RESULTS_PARQUET);
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(RESULTS_ROW_GROUP))
+            .build();
+        let file = File::create(&parquet_path).map_err(|e| output_error(&parquet_path, e))?;
+        let writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(props))
+            .map_err(|e| output_error(&parquet_path, e))?;
+        let parquet = BatchThread::start(&parquet_path, writer)?;
+        Ok(Self {
+            csv,
+            parquet,
+            schema,
+            params: kinds.into_iter().map(ParamColumn::new).collect(),
+            axes,
+            symbol: StringBuilder::new(),
+            metrics: METRIC_COLUMNS.iter().map(MetricBuilder::new).collect(),
+            id: StringBuilder::new(),
+            shard: StringBuilder::new(),
+            error: StringBuilder::new(),
+            buffered: 0,
+        })
+    }
+
+    /// Writes one cell of `set` (whose id is `text`'s) on `shard`.
+    pub(super) fn push(
+        &mut self,
+        set: &ParamSet,
+        text: &SetText,
+        shard: &ShardText,
+        row: &SpoolRow,
+    ) -> Result<(), SweepError> {
+        for (col, axis) in self.params.iter_mut().zip(&self.axes) {
+            col.append(set.get(axis));
+        }
+        self.symbol.append_value(&shard.symbol);
+        match &row.outcome {
+            Ok(m) => {
+                for (b, c) in self.metrics.iter_mut().zip(&METRIC_COLUMNS) {
+                    b.append((c.value)(m));
+                }
+                self.error.append_null();
+            }
+            Err(f) => {
+                self.metrics.iter_mut().for_each(MetricBuilder::append_null);
+                self.error.append_value(f.to_string());
+            }
+        }
+        self.id.append_value(&text.id);
+        self.shard.append_value(&shard.name);
+        self.buffered += 1;
+        if self.buffered >= OUTPUT_BATCH {
+            self.write_batch()?;
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self) -> Result<(), SweepError> {
+        if self.buffered == 0 {
+            return Ok(());
+        }
+        let mut columns: Vec<ArrayRef> = self.params.iter_mut().map(ParamColumn::finish).collect();
+        columns.push(Arc::new(self.symbol.finish()));
+        columns.extend(self.metrics.iter_mut().map(MetricBuilder::finish));
+        columns.push(Arc::new(self.id.finish()));
+        columns.push(Arc::new(self.shard.finish()));
+        columns.push(Arc::new(self.error.finish()));
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)
+            .map_err(|e| output_error(&self.parquet.path, e))?;
+        self.csv.write(batch.clone())?;
+        self.parquet.write(batch)?;
+        self.buffered = 0;
+        Ok(())
+    }
+
+    pub(super) fn finish(mut self) -> Result<(), SweepError> {
+        self.write_batch()?;
+        let csv = self.csv.join();
+        self.parquet.join()?;
+        csv
+    }
+}
+
+/// The columns of `results.parquet`: the axes (typed), `symbol`, the metrics, `param_set_id`,
+/// `shard`, `error`.
+fn results_schema(axes: &[String], kinds: &[ParamKind]) -> SchemaRef {
+    let mut fields: Vec<Field> = axes
+        .iter()
+        .zip(kinds)
+        .map(|(a, k)| Field::new(a, ParamColumn::data_type(*k), true))
+        .collect();
+    fields.push(Field::new("symbol", DataType::Utf8, false));
+    for c in &METRIC_COLUMNS {
+        let dt = if c.is_count {
+            DataType::UInt64
+        } else {
+            DataType::Float64
+        };
+        fields.push(Field::new(c.name, dt, true));
+    }
+    fields.push(Field::new("param_set_id", DataType::Utf8, false));
+    fields.push(Field::new("shard", DataType::Utf8, false));
+    fields.push(Field::new("error", DataType::Utf8, true));
+    Arc::new(Schema::new(fields))
+}
+
+/// An Arrow builder for one metric column.
+enum MetricBuilder {
+    Count(UInt64Builder),
+    Real(Float64Builder),
+}
+
+impl MetricBuilder {
+    fn new(c: &MetricColumn) -> Self {
+        if c.is_count {
+            Self::Count(UInt64Builder::new())
+        } else {
+            Self::Real(Float64Builder::new())
+        }
+    }
+
+    fn append(&mut self, v: MetricValue) {
+        match (self, v) {
+            (Self::Count(b), MetricValue::Count(n)) => b.append_value(n),
+            (Self::Real(b), MetricValue::Real(x)) => b.append_value(x),
+            (Self::Count(b), MetricValue::Real(_)) => b.append_null(),
+            (Self::Real(b), MetricValue::Count(n)) => {
+                b.append_value(MetricValue::Count(n).as_f64())
+            }
+        }
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            Self::Count(b) => b.append_null(),
+            Self::Real(b) => b.append_null(),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Count(b) => Arc::new(b.finish()),
+            Self::Real(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+enum ParamColumn {
+    Int(Int64Builder),
+    Float(Float64Builder),
+    Bool(BooleanBuilder),
+    Choice(StringBuilder),
+}
+
+impl ParamColumn {
+    fn new(kind: ParamKind) -> Self {
+        match kind {
+            ParamKind::Int => Self::Int(Int64Builder::new()),
+            ParamKind::Float => Self::Float(Float64Builder::new()),
+            ParamKind::Bool => Self::Bool(BooleanBuilder::new()),
+            ParamKind::Choice => Self::Choice(StringBuilder::new()),
+        }
+    }
+
+    fn append(&mut self, v: Option<&ParamValue>) {
+        match (self, v) {
+            (Self::Int(b), Some(ParamValue::Int(i))) => b.append_value(*i),
+            (Self::Float(b), Some(ParamValue::Float(x))) => b.append_value(*x),
+            (Self::Bool(b), Some(ParamValue::Bool(x))) => b.append_value(*x),
+            (Self::Choice(b), Some(ParamValue::Choice(s))) => b.append_value(s),
+            (Self::Int(b), _) => b.append_null(),
+            (Self::Float(b), _) => b.append_null(),
+            (Self::Bool(b), _) => b.append_null(),
+            (Self::Choice(b), _) => b.append_null(),
+        }
+    }
+
+    fn data_type(kind: ParamKind) -> DataType {
+        match kind {
+            ParamKind::Int => DataType::Int64,
+            ParamKind::Float => DataType::Float64,
+            ParamKind::Bool => DataType::Boolean,
+            ParamKind::Choice => DataType::Utf8,
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Int(b) => Arc::new(b.finish()),
+            Self::Float(b) => Arc::new(b.finish()),
+            Self::Bool(b) => Arc::new(b.finish()),
+            Self::Choice(b) => Arc::new(b.finish()),
+        }
+    }
+}
