@@ -189,6 +189,7 @@ async fn finish(
     timings: Timings,
     opts: &RunOptions,
 ) -> Result<SweepResults> {
+    let started_run = plan.started;
     let spool = outcome
         .spool
         .map_err(|why| output_error(&workspace.path().join("cells"), why))?;
@@ -222,6 +223,8 @@ async fn finish(
     if let Some(root) = &opts.results {
         persist_results(&mut results, root).await;
     }
+    // The whole run: rendering and persisting the outputs included.
+    results.timings.wall = started_run.elapsed();
     Ok(results)
 }
 
