@@ -28,7 +28,7 @@ use super::SweepError;
 use super::ledger::FinalCell;
 use crate::data::{Shard, ShardId};
 use crate::engine::{CellFailure, CellOutcome};
-use crate::metrics::{METRIC_COLUMNS, MetricValue, metrics_from};
+use crate::metrics::{METRIC_COLUMNS, MetricColumn, MetricValue, metrics_from};
 use crate::params::{ParamSetId, SetPlace};
 
 /// Cells per part file (about 8 MiB of buffers).
@@ -43,14 +43,7 @@ pub fn spool_schema() -> SchemaRef {
         Field::new("param_set_id", DataType::UInt64, false),
         Field::new("shard", DataType::UInt32, false),
     ];
-    fields.extend(METRIC_COLUMNS.iter().map(|c| {
-        let dt = if c.is_count {
-            DataType::UInt64
-        } else {
-            DataType::Float64
-        };
-        Field::new(c.name, dt, true)
-    }));
+    fields.extend(metric_fields());
     fields.push(Field::new("failure", DataType::Utf8, true));
     Arc::new(Schema::new(fields))
 }
@@ -62,9 +55,58 @@ fn spool_error(path: &Path, e: impl std::fmt::Display) -> SweepError {
     }
 }
 
-enum MetricBuilder {
+/// An Arrow builder for one metric column.
+pub(crate) enum MetricBuilder {
     Count(UInt64Builder),
     Real(Float64Builder),
+}
+
+impl MetricBuilder {
+    pub(crate) fn new(c: &MetricColumn) -> Self {
+        if c.is_count {
+            Self::Count(UInt64Builder::new())
+        } else {
+            Self::Real(Float64Builder::new())
+        }
+    }
+
+    pub(crate) fn append(&mut self, v: MetricValue) {
+        match (self, v) {
+            (Self::Count(b), MetricValue::Count(n)) => b.append_value(n),
+            (Self::Real(b), MetricValue::Real(x)) => b.append_value(x),
+            (Self::Count(b), MetricValue::Real(_)) => b.append_null(),
+            (Self::Real(b), MetricValue::Count(n)) => {
+                b.append_value(MetricValue::Count(n).as_f64())
+            }
+        }
+    }
+
+    pub(crate) fn append_null(&mut self) {
+        match self {
+            Self::Count(b) => b.append_null(),
+            Self::Real(b) => b.append_null(),
+        }
+    }
+
+    pub(crate) fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Count(b) => Arc::new(b.finish()),
+            Self::Real(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// The metric columns as Arrow fields (counts `UInt64`, reals `Float64`, nullable for failed
+/// cells), in [`METRIC_COLUMNS`] order.
+pub(crate) fn metric_fields() -> impl Iterator<Item = Field> {
+    METRIC_COLUMNS.iter().map(|c| {
+        let dt = if c.is_count {
+            DataType::UInt64
+        } else {
+            DataType::Float64
+        };
+        Field::new(c.name, dt, true)
+    })
 }
 
 /// Writes final cells to part files.
@@ -109,16 +151,7 @@ impl CellSpool {
             set_position: UInt64Builder::new(),
             param_set_id: UInt64Builder::new(),
             shard: UInt32Builder::new(),
-            metrics: METRIC_COLUMNS
-                .iter()
-                .map(|c| {
-                    if c.is_count {
-                        MetricBuilder::Count(UInt64Builder::new())
-                    } else {
-                        MetricBuilder::Real(Float64Builder::new())
-                    }
-                })
-                .collect(),
+            metrics: METRIC_COLUMNS.iter().map(MetricBuilder::new).collect(),
             failure: StringBuilder::new(),
             buffered: 0,
             parts: 0,
@@ -142,20 +175,12 @@ impl CellSpool {
         match &cell.outcome {
             Ok(m) => {
                 for (b, c) in self.metrics.iter_mut().zip(&METRIC_COLUMNS) {
-                    match (b, (c.value)(m)) {
-                        (MetricBuilder::Count(b), v) => b.append_value(v.as_count()),
-                        (MetricBuilder::Real(b), v) => b.append_value(v.as_f64()),
-                    }
+                    b.append((c.value)(m));
                 }
                 self.failure.append_null();
             }
             Err(f) => {
-                for b in &mut self.metrics {
-                    match b {
-                        MetricBuilder::Count(b) => b.append_null(),
-                        MetricBuilder::Real(b) => b.append_null(),
-                    }
-                }
+                self.metrics.iter_mut().for_each(MetricBuilder::append_null);
                 self.failure
                     .append_value(serde_json::to_string(f).expect("failures serialise"));
             }
@@ -181,12 +206,7 @@ impl CellSpool {
             Arc::new(self.param_set_id.finish()),
             Arc::new(self.shard.finish()),
         ];
-        for b in &mut self.metrics {
-            columns.push(match b {
-                MetricBuilder::Count(b) => Arc::new(b.finish()),
-                MetricBuilder::Real(b) => Arc::new(b.finish()),
-            });
-        }
+        columns.extend(self.metrics.iter_mut().map(MetricBuilder::finish));
         columns.push(Arc::new(self.failure.finish()));
         let batch =
             RecordBatch::try_new(spool_schema(), columns).expect("spool columns match the schema");

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch,
-    StringBuilder, UInt64Builder,
+    StringBuilder,
 };
 use datafusion::arrow::datatypes::{
     DataType, Field, Float64Type, Int64Type, Schema, SchemaRef, UInt64Type,
@@ -23,10 +23,10 @@ use datafusion::parquet::file::properties::WriterProperties;
 
 use super::{OUTPUT_BATCH, RESULTS_CSV, RESULTS_PARQUET, output_error};
 use crate::data::Shard;
-use crate::metrics::{METRIC_COLUMNS, MetricColumn, MetricValue};
+use crate::metrics::METRIC_COLUMNS;
 use crate::params::{Grid, ParamKind, ParamSet, ParamSetId, ParamValue};
 use crate::sweep::SweepError;
-use crate::sweep::spool::SpoolRow;
+use crate::sweep::spool::{MetricBuilder, SpoolRow, metric_fields};
 
 /// Cells per row group of `results.parquet` (the writer holds the open one in memory).
 const RESULTS_ROW_GROUP: usize = 131_072;
@@ -305,59 +305,11 @@ fn results_schema(axes: &[String], kinds: &[ParamKind]) -> SchemaRef {
         .map(|(a, k)| Field::new(a, ParamColumn::data_type(*k), true))
         .collect();
     fields.push(Field::new("symbol", DataType::Utf8, false));
-    for c in &METRIC_COLUMNS {
-        let dt = if c.is_count {
-            DataType::UInt64
-        } else {
-            DataType::Float64
-        };
-        fields.push(Field::new(c.name, dt, true));
-    }
+    fields.extend(metric_fields());
     fields.push(Field::new("param_set_id", DataType::Utf8, false));
     fields.push(Field::new("shard", DataType::Utf8, false));
     fields.push(Field::new("error", DataType::Utf8, true));
     Arc::new(Schema::new(fields))
-}
-
-/// An Arrow builder for one metric column.
-enum MetricBuilder {
-    Count(UInt64Builder),
-    Real(Float64Builder),
-}
-
-impl MetricBuilder {
-    fn new(c: &MetricColumn) -> Self {
-        if c.is_count {
-            Self::Count(UInt64Builder::new())
-        } else {
-            Self::Real(Float64Builder::new())
-        }
-    }
-
-    fn append(&mut self, v: MetricValue) {
-        match (self, v) {
-            (Self::Count(b), MetricValue::Count(n)) => b.append_value(n),
-            (Self::Real(b), MetricValue::Real(x)) => b.append_value(x),
-            (Self::Count(b), MetricValue::Real(_)) => b.append_null(),
-            (Self::Real(b), MetricValue::Count(n)) => {
-                b.append_value(MetricValue::Count(n).as_f64())
-            }
-        }
-    }
-
-    fn append_null(&mut self) {
-        match self {
-            Self::Count(b) => b.append_null(),
-            Self::Real(b) => b.append_null(),
-        }
-    }
-
-    fn finish(&mut self) -> ArrayRef {
-        match self {
-            Self::Count(b) => Arc::new(b.finish()),
-            Self::Real(b) => Arc::new(b.finish()),
-        }
-    }
 }
 
 enum ParamColumn {
