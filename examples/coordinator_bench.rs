@@ -146,7 +146,6 @@ fn run(strategy: &str, units: u32, workers: usize, iters: u64) -> anyhow::Result
     .map_err(anyhow::Error::msg)?;
     let opts = RunOptions {
         threads: 0,
-        progress: false,
         unit_evals: 100 * 4,     // 4 parameter sets of 100 ticks per unit
         wait_for_nodes: workers, // time the sweep from when every worker is in
         ..RunOptions::default()

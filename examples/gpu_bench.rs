@@ -363,7 +363,6 @@ fn sweep_path(args: &Args, location: &str, threads: usize) -> anyhow::Result<()>
     let rt = tokio::runtime::Runtime::new()?;
     let options = |threads, backends| RunOptions {
         threads,
-        progress: false,
         backends,
         ..RunOptions::default()
     };

@@ -85,7 +85,6 @@ fn main() -> anyhow::Result<()> {
     let opts = RunOptions {
         threads: args.threads.unwrap_or(RunOptions::default().threads),
         cache_bytes: args.cache_mb << 20,
-        progress: false,
         ..RunOptions::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

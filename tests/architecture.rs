@@ -22,7 +22,7 @@ const LAYERS: &[&[&str]] = &[
     // Sweeps as data: description, units, ledger, results, ranking, output; ingest.
     &["sweep", "ingest"],
     // What a sweep leaves under its results root.
-    &["persist"],
+    &["persist", "status"],
     // The crate's error type (every lower layer's typed error converts into it).
     &["error"],
     // Re-executing a persisted sweep.
@@ -181,4 +181,77 @@ fn the_check_sees_an_upward_import() {
         ["cluster", "data", "sweep", "execute", "params", "engine"]
     );
     assert!(layer_of("cluster") > layer_of("actors"));
+}
+
+/// Longest file of `gridtest/src`, lines.
+const MAX_FILE_LINES: usize = 500;
+/// Longest function, lines from its `fn` to its closing brace.
+const MAX_FN_LINES: usize = 80;
+
+/// `(first line, lines)` of every function in `text`, found by rustfmt's layout: a line that
+/// starts (after its indentation) with `fn` or a qualified `fn`, ending at the first line that
+/// is that indentation followed by `}` (or at its own line for a one-line body or declaration).
+fn functions(text: &str) -> Vec<(usize, usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let is_fn = ["", "pub ", "pub(crate) ", "pub(super) "]
+            .iter()
+            .any(|vis| {
+                ["", "async ", "const ", "unsafe "]
+                    .iter()
+                    .any(|q| body.starts_with(&format!("{vis}{q}fn ")))
+            });
+        if !is_fn || body.ends_with(';') || body.ends_with('}') {
+            continue;
+        }
+        let end = lines[i..]
+            .iter()
+            .position(|l| *l == format!("{indent}}}"))
+            .map_or(1, |n| n + 1);
+        let name = body
+            .split_once("fn ")
+            .map_or(body, |(_, rest)| rest)
+            .split(['(', '<'])
+            .next()
+            .unwrap_or(body)
+            .to_owned();
+        found.push((i + 1, end, name));
+    }
+    found
+}
+
+#[test]
+fn files_and_functions_stay_small() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gridtest/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut too_long = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let name = file.strip_prefix(&src).unwrap().display().to_string();
+        let n = text.lines().count();
+        if n > MAX_FILE_LINES {
+            too_long.push(format!("{name}: {n} lines (at most {MAX_FILE_LINES})"));
+        }
+        for (line, len, f) in functions(&text) {
+            if len > MAX_FN_LINES {
+                too_long.push(format!(
+                    "{name}:{line}: `{f}` is {len} lines (at most {MAX_FN_LINES})"
+                ));
+            }
+        }
+    }
+    assert!(too_long.is_empty(), "split these:\n{}", too_long.join("\n"));
+}
+
+#[test]
+fn the_size_check_measures_functions() {
+    let text = "fn a() {}\n\nimpl X {\n    pub(crate) async fn b(\n        x: u8,\n    ) -> u8 {\n        x\n    }\n}\n\nfn c();\n";
+    let found = functions(text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0], (4, 5, "b".to_owned()));
 }

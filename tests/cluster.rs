@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use gridtest::data::synth::SynthSpec;
+use gridtest::status::{self, StatusEvent, SweepSummary};
+use gridtest::sweep::NodeStats;
 use gridtest_tests::Scratch;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_cluster_sweep");
@@ -84,11 +86,22 @@ fn common_args(dir: &Path) -> Vec<String> {
     .collect()
 }
 
-/// A running process with its output collected line by line.
+/// A running process: its output collected line by line (for diagnostics only) and its status
+/// events (`--status-file`), which the tests read.
 struct Proc {
     name: String,
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    status: PathBuf,
+}
+
+/// A fresh status file path for a process named `name`.
+fn status_path(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("status-{}-{n}-{name}.jsonl", std::process::id()))
 }
 
 impl Proc {
@@ -97,8 +110,12 @@ impl Proc {
     }
 
     fn spawn_with_spin(name: &str, args: &[String], spin: &str) -> Self {
+        let status = status_path(name);
+        let _ = std::fs::remove_file(&status);
         let mut child = Command::new(BIN)
             .args(args)
+            .arg("--status-file")
+            .arg(&status)
             .env("GRIDTEST_TEST_SPIN", spin)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
@@ -108,21 +125,26 @@ impl Proc {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let out = child.stdout.take().unwrap();
         let err = child.stderr.take().unwrap();
-        for stream in [
+        let readers = [
             Box::new(out) as Box<dyn std::io::Read + Send>,
             Box::new(err),
-        ] {
+        ]
+        .into_iter()
+        .map(|stream| {
             let lines = Arc::clone(&lines);
             std::thread::spawn(move || {
                 for line in BufReader::new(stream).lines().map_while(Result::ok) {
                     lines.lock().unwrap().push(line);
                 }
-            });
-        }
+            })
+        })
+        .collect();
         Self {
             name: name.to_owned(),
             child,
             lines,
+            readers,
+            status,
         }
     }
 
@@ -130,12 +152,26 @@ impl Proc {
         self.lines.lock().unwrap().join("\n")
     }
 
-    /// Waits until a line satisfies `pred`; returns it.
-    fn wait_line(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+    /// The status events written so far.
+    fn events(&self) -> Vec<StatusEvent> {
+        match status::read(&self.status) {
+            Ok(records) => records.into_iter().map(|r| r.event).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => panic!("{}: bad status file: {e}", self.name),
+        }
+    }
+
+    /// Waits until a status event satisfies `pred`; returns it.
+    fn wait_event(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&StatusEvent) -> bool,
+    ) -> StatusEvent {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| pred(l)) {
-                return l.clone();
+            if let Some(e) = self.events().into_iter().find(|e| pred(e)) {
+                return e;
             }
             assert!(
                 Instant::now() < deadline,
@@ -145,6 +181,18 @@ impl Proc {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// What the last finished sweep's event says.
+    fn summary(&self) -> SweepSummary {
+        self.events()
+            .into_iter()
+            .rev()
+            .find_map(|e| match e {
+                StatusEvent::SweepFinished(s) => Some(*s),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{}: no sweep finished:\n{}", self.name, self.text()))
     }
 
     fn signal(&self, sig: &str) {
@@ -160,7 +208,10 @@ impl Proc {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(100)); // let the readers drain
+                // The pipes close with the process: the readers end with them.
+                for reader in self.readers.drain(..) {
+                    reader.join().unwrap();
+                }
                 return status;
             }
             assert!(
@@ -190,14 +241,6 @@ pub(crate) struct Cluster {
     head_extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Cluster {
     fn start(workers: usize) -> Self {
         let mut c = Self::with_head(&[]);
@@ -211,7 +254,9 @@ impl Cluster {
         let _ = expected();
         let mut c = Self {
             dir: tempfile::tempdir().unwrap(),
-            port: free_port(),
+            // The first head binds a port of the kernel's choosing and says which (no race
+            // between finding a free port and binding it); a restarted head takes it again.
+            port: 0,
             head: None,
             workers: Vec::new(),
             head_extra: extra.iter().map(|s| (*s).to_owned()).collect(),
@@ -250,9 +295,15 @@ impl Cluster {
 
     fn start_head(&mut self) {
         let head = Proc::spawn("head", &self.head_args());
-        head.wait_line("the head to listen", Duration::from_secs(60), |l| {
-            l.contains("gridtest head listening on")
+        let listening = head.wait_event("the head to listen", Duration::from_secs(60), |e| {
+            matches!(e, StatusEvent::Listening { .. })
         });
+        let StatusEvent::Listening { addr } = listening else {
+            unreachable!()
+        };
+        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+        assert!(self.port == 0 || self.port == port, "{addr}");
+        self.port = port;
         self.head = Some(head);
     }
 
@@ -289,6 +340,18 @@ impl Cluster {
         self.workers.len() - 1
     }
 
+    /// Every sweep the head finished, in order, from its status file.
+    pub(crate) fn finished_sweeps(&self) -> Vec<SweepSummary> {
+        self.head()
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                StatusEvent::SweepFinished(s) => Some(*s),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn head(&self) -> &Proc {
         self.head.as_ref().unwrap()
     }
@@ -301,20 +364,15 @@ impl Cluster {
             .unwrap()
     }
 
-    /// Cells done according to the head's latest progress line.
+    /// Cells done according to the head's latest progress event.
     fn done(&self) -> usize {
         self.head()
-            .lines
-            .lock()
-            .unwrap()
+            .events()
             .iter()
             .rev()
-            .find_map(|l| {
-                let rest = l.split("progress done=").nth(1)?;
-                rest.split(|c: char| !c.is_ascii_digit())
-                    .next()?
-                    .parse()
-                    .ok()
+            .find_map(|e| match e {
+                StatusEvent::Progress { done, .. } => Some(*done),
+                _ => None,
             })
             .unwrap_or(0)
     }
@@ -331,16 +389,19 @@ impl Cluster {
         }
     }
 
-    /// Waits for the head to finish; checks that it succeeded and that its results equal the
-    /// in-process run's. Returns the head's output.
-    fn finish(&mut self) -> String {
+    /// Waits for the head to finish; checks that it succeeded, that its sweep has every cell
+    /// and that its results equal the in-process run's. Returns what its status file says of
+    /// the sweep.
+    fn finish(&mut self) -> SweepSummary {
         let head = self.head.as_mut().unwrap();
         let status = head.wait_exit(Duration::from_secs(180));
         let text = head.text();
         assert!(status.success(), "head failed:\n{text}");
-        assert!(
-            text.contains(&format!("{CELLS} cells (0 failed)")),
-            "{text}"
+        let summary = head.summary();
+        assert_eq!(
+            (summary.cells, summary.failed),
+            (CELLS, 0),
+            "{summary:?}\n{text}"
         );
         let got = std::fs::read_to_string(self.dir.path().join("out/results.csv")).unwrap();
         assert_eq!(got.lines().count(), CELLS + 1, "one row per cell");
@@ -348,7 +409,7 @@ impl Cluster {
             got == expected(),
             "cluster results differ from the in-process run"
         );
-        text
+        summary
     }
 }
 
@@ -357,8 +418,8 @@ pub(crate) fn start_serving_cluster(workers: usize) -> (MutexGuard<'static, ()>,
     let serial = serial();
     let mut c = Cluster::with_head(&["--serve"]);
     c.head()
-        .wait_line("the head to serve", Duration::from_secs(60), |l| {
-            l.contains("serving submissions")
+        .wait_event("the head to serve", Duration::from_secs(60), |e| {
+            *e == StatusEvent::Serving
         });
     for i in 1..=workers {
         c.start_worker(&format!("w{i}"), COOKIE, &[]);
@@ -366,26 +427,46 @@ pub(crate) fn start_serving_cluster(workers: usize) -> (MutexGuard<'static, ()>,
     (serial, c)
 }
 
-/// `node NAME: U units, C cells, …, R units requeued` from the head's summary.
-fn node_line<'a>(summary: &'a str, node: &str) -> Option<&'a str> {
+/// What `node` did, from the head's summary.
+fn node<'a>(summary: &'a SweepSummary, node: &str) -> &'a NodeStats {
     summary
-        .lines()
-        .find(|l| l.trim_start().starts_with(&format!("node {node}:")))
+        .nodes
+        .get(node)
+        .unwrap_or_else(|| panic!("{node} is not in the summary: {summary:?}"))
+}
+
+/// Units requeued when `name` was lost, from the supervisor's events.
+fn requeued_on_loss(events: &[StatusEvent], name: &str) -> usize {
+    events
+        .iter()
+        .map(|e| match e {
+            StatusEvent::NodeLost { node, requeued, .. } if node == name => *requeued,
+            _ => 0,
+        })
+        .sum()
 }
 
 #[test]
 fn a_cluster_sweep_equals_the_in_process_run() {
     let _serial = serial();
     let mut c = Cluster::start(3);
-    let text = c.finish();
-    assert!(
-        text.contains(&format!("{CELLS} cells computed by this run, 0 resumed")),
-        "{text}"
+    let summary = c.finish();
+    assert_eq!(
+        (summary.computed, summary.resumed),
+        (CELLS, 0),
+        "{summary:?}"
     );
     for w in ["w1", "w2", "w3"] {
-        let line = node_line(&text, w).unwrap_or_else(|| panic!("{w} is in the summary:\n{text}"));
-        assert!(cells_made(line) > 0, "{w} made cells final:\n{text}");
+        assert!(
+            node(&summary, w).cells > 0,
+            "{w} made cells final: {summary:?}"
+        );
     }
+    let cells: u64 = summary.nodes.values().map(|n| n.cells).sum();
+    assert_eq!(
+        cells, CELLS as u64,
+        "each cell made final by one node: {summary:?}"
+    );
 }
 
 #[test]
@@ -394,27 +475,33 @@ fn killing_workers_mid_sweep_loses_nothing() {
     let mut c = Cluster::start(3);
     c.wait_done(CELLS / 5);
     c.worker("w1").signal("KILL");
-    c.head().wait_line("w1 lost", Duration::from_secs(20), |l| {
-        l.contains("node lost") && l.contains("w1")
-    });
+    c.head().wait_event(
+        "w1 lost",
+        Duration::from_secs(20),
+        |e| matches!(e, StatusEvent::NodeLost { node, .. } if node == "w1"),
+    );
     // w1 comes back under its name, then w2 is killed too.
     c.start_worker("w1", COOKIE, &[]);
     c.wait_done(CELLS * 3 / 5);
     c.worker("w2").signal("KILL");
-    let text = c.finish();
+    let summary = c.finish();
+    let events = c.head().events();
     // Each killed worker was busy (one scorer, units of about a tenth of a second): each lost
-    // at least the unit it held, and those went back to the queue.
+    // the units it held, and exactly those went back to the queue.
     for w in ["w1", "w2"] {
-        let line = node_line(&text, w).unwrap_or_else(|| panic!("{w}:\n{text}"));
-        assert!(
-            requeued(line) >= 1,
-            "{w}'s leased units were requeued:\n{text}"
-        );
+        let lost = requeued_on_loss(&events, w);
+        assert!(lost >= 1, "{w}'s leased units were requeued: {events:?}");
+        assert_eq!(node(&summary, w).requeued, lost as u64, "{summary:?}");
     }
     assert_eq!(
-        requeued(node_line(&text, "w3").unwrap()),
+        node(&summary, "w3").requeued,
         0,
-        "the worker that was never killed lost nothing:\n{text}"
+        "the worker that was never killed lost nothing: {summary:?}"
+    );
+    assert_eq!(
+        summary.ledger.requeued,
+        summary.nodes.values().map(|n| n.requeued).sum::<u64>(),
+        "{summary:?}"
     );
 }
 
@@ -425,12 +512,19 @@ fn a_frozen_worker_loses_its_leases_and_its_late_results_count_once() {
     c.wait_done(CELLS / 5);
     c.worker("w1").signal("STOP");
     c.head()
-        .wait_line("w1 silent", Duration::from_secs(30), |l| {
-            l.contains("node lost") && l.contains("w1") && l.contains("silent")
+        .wait_event("w1 silent", Duration::from_secs(30), |e| {
+            matches!(e, StatusEvent::NodeLost { node, reason, .. }
+                if node == "w1" && reason.contains("silent"))
         });
     c.worker("w1").signal("CONT");
-    let text = c.finish();
-    assert!(text.contains("node is back"), "{text}");
+    c.finish();
+    let events = c.head().events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, StatusEvent::NodeBack { node } if node == "w1")),
+        "{events:?}"
+    );
 }
 
 #[test]
@@ -457,17 +551,16 @@ fn a_restarted_head_resumes_without_recomputing_done_cells() {
     let first = c.head.as_mut().unwrap().wait_exit(Duration::from_secs(10));
     assert!(!first.success());
     c.start_head();
-    let text = c.finish();
-    let (computed, resumed) = gridtest_tests::computed_and_resumed(&text)
-        .unwrap_or_else(|| panic!("no summary line:\n{text}"));
+    let summary = c.finish();
     assert!(
-        resumed >= persisted,
-        "{resumed} resumed, {persisted} were persisted:\n{text}"
+        summary.resumed >= persisted,
+        "{} resumed, {persisted} were persisted: {summary:?}",
+        summary.resumed
     );
     assert_eq!(
-        resumed + computed,
+        summary.resumed + summary.computed,
         CELLS,
-        "done cells are not recomputed:\n{text}"
+        "done cells are not recomputed: {summary:?}"
     );
 }
 
@@ -492,11 +585,15 @@ fn a_node_with_the_wrong_cookie_is_refused_and_bad_frames_do_no_harm() {
         intruder.contains("could not join the cluster"),
         "{intruder}"
     );
-    let text = c.finish();
-    assert!(node_line(&text, "intruder").is_none(), "{text}");
+    let summary = c.finish();
+    assert!(!summary.nodes.contains_key("intruder"), "{summary:?}");
+    let events = c.head().events();
     assert!(
-        text.contains("did not authenticate (wrong cookie?)"),
-        "{text}"
+        events.iter().any(
+            |e| matches!(e, StatusEvent::Refused { claimed, duplicate: false, .. }
+            if claimed.as_deref() != Some("w1") && claimed.as_deref() != Some("w2"))
+        ),
+        "{events:?}"
     );
 }
 
@@ -510,7 +607,11 @@ fn sigterm_drains_a_worker_which_exits_cleanly() {
     let status = w1.wait_exit(Duration::from_secs(30));
     let log = w1.text();
     assert!(status.success(), "{log}");
-    assert!(log.contains("drained"), "{log}");
+    assert_eq!(
+        w1.events().last(),
+        Some(&StatusEvent::Drained { handed_back: false }),
+        "{log}"
+    );
     c.finish();
 }
 
@@ -522,27 +623,21 @@ fn a_slow_node_is_flagged_and_stragglers_are_rerun() {
     c.start_worker("w2", COOKIE, &[]);
     // A throttled node: five times the work per event.
     c.start_worker_with_spin("slow", COOKIE, &[], "20000");
-    let text = c.finish();
-    assert!(text.contains("node is slow"), "{text}");
-    let line = node_line(&text, "slow").unwrap_or_else(|| panic!("{text}"));
-    assert!(line.ends_with("SLOW"), "{line}");
+    let summary = c.finish();
+    let events = c.head().events();
+    assert!(
+        events.iter().any(
+            |e| matches!(e, StatusEvent::NodeSlow { node, speed, median }
+                if node == "slow" && speed < median)
+        ),
+        "{events:?}"
+    );
+    assert!(node(&summary, "slow").slow, "{summary:?}");
     for w in ["w1", "w2"] {
-        assert!(!node_line(&text, w).unwrap().ends_with("SLOW"), "{text}");
+        assert!(!node(&summary, w).slow, "{summary:?}");
     }
     // With the queue empty, the fast nodes took copies of the slow node's last units.
-    let speculative: usize = text
-        .lines()
-        .rev()
-        .find_map(|l| {
-            l.split("speculative=")
-                .nth(1)?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0);
-    assert!(speculative > 0, "{text}");
+    assert!(summary.ledger.speculative > 0, "{summary:?}");
 }
 
 /// A CA and a node certificate (SAN `gridtest`) made with the openssl CLI, or `None` (the test
@@ -663,12 +758,12 @@ fn nodes_talk_over_mutual_tls_and_plain_nodes_are_refused() {
             .text()
             .contains("could not join the cluster")
     );
-    let text = c.finish();
+    let summary = c.finish();
     assert!(
-        node_line(&text, "w1").is_some() || node_line(&text, "w2").is_some(),
-        "{text}"
+        node(&summary, "w1").cells + node(&summary, "w2").cells > 0,
+        "{summary:?}"
     );
-    assert!(node_line(&text, "plain").is_none(), "{text}");
+    assert!(!summary.nodes.contains_key("plain"), "{summary:?}");
 }
 
 /// Listening TCP ports of process `pid` (from /proc: its socket inodes, the kernel's tables).
@@ -722,20 +817,6 @@ impl Cluster {
     }
 }
 
-/// `U units, C cells, …` of a node's summary line: C (cells it made final).
-fn cells_made(line: &str) -> usize {
-    line.split(", ")
-        .find_map(|part| part.strip_suffix(" cells")?.parse().ok())
-        .unwrap_or_else(|| panic!("no cell count in `{line}`"))
-}
-
-/// `U units, … R units requeued` of a node's summary line: R.
-fn requeued(line: &str) -> usize {
-    line.split(", ")
-        .find_map(|part| part.strip_suffix(" units requeued")?.parse().ok())
-        .unwrap_or_else(|| panic!("no requeue count in `{line}`"))
-}
-
 #[test]
 fn strangers_claiming_a_workers_name_requeue_nothing() {
     let _serial = serial();
@@ -747,15 +828,21 @@ fn strangers_claiming_a_workers_name_requeue_nothing() {
             c.start_worker(name, "not-the-cookie", &["--join-timeout-s", "1"]);
         }
     }
-    let text = c.finish();
+    let summary = c.finish();
     for w in ["w1", "w2"] {
-        let line = node_line(&text, w).unwrap_or_else(|| panic!("{w}:\n{text}"));
         assert_eq!(
-            requeued(line),
+            node(&summary, w).requeued,
             0,
-            "an unauthenticated session moved {w}'s units:\n{text}"
+            "an unauthenticated session moved {w}'s units: {summary:?}"
         );
     }
+    let events = c.head().events();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StatusEvent::NodeLost { .. })),
+        "{events:?}"
+    );
 }
 
 #[test]
@@ -765,32 +852,41 @@ fn workers_without_a_name_get_unique_ones() {
     for label in ["a", "b", "c"] {
         c.start_unnamed_worker(label);
     }
-    let text = c.finish();
-    let nodes: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("node ")?.split(':').next())
+    let summary = c.finish();
+    // Each worker says under which name it joined.
+    let names: Vec<String> = c
+        .workers
+        .iter()
+        .map(|w| {
+            let records = status::read(&w.status).unwrap();
+            let joined = records
+                .iter()
+                .find(|r| matches!(r.event, StatusEvent::Joined { .. }))
+                .unwrap_or_else(|| panic!("{} never joined: {records:?}", w.name));
+            joined.by_node.clone()
+        })
         .collect();
-    let workers: Vec<&&str> = nodes.iter().filter(|n| **n != "head").collect();
-    assert!(!workers.is_empty(), "{text}");
-    let unique: std::collections::BTreeSet<_> = workers.iter().collect();
-    assert_eq!(unique.len(), workers.len(), "{text}");
-    assert!(!text.contains("wrong cookie"), "{text}");
+    let unique: std::collections::BTreeSet<_> = names.iter().collect();
+    assert_eq!(unique.len(), 3, "{names:?}");
+    assert!(names.iter().all(|n| n != "head"), "{names:?}");
+    let events = c.head().events();
     assert!(
-        workers
+        !events
             .iter()
-            .all(|w| requeued(node_line(&text, w).unwrap()) == 0),
-        "{text}"
+            .any(|e| matches!(e, StatusEvent::Refused { .. })),
+        "{events:?}"
     );
+    for name in &names {
+        if let Some(stats) = summary.nodes.get(name) {
+            assert_eq!(stats.requeued, 0, "{summary:?}");
+        }
+    }
 }
 
 #[test]
 fn the_head_listens_on_its_transport_only() {
     let _serial = serial();
     let mut c = Cluster::with_head(&[]);
-    c.head()
-        .wait_line("the head listening", Duration::from_secs(60), |l| {
-            l.contains("head listening on")
-        });
     let ports = listening_ports(c.head_pid());
     assert!(ports.contains(&c.port), "{ports:?}");
     // ractor_cluster's NodeServer always opens a listener of its own: it is there, but a
@@ -827,8 +923,8 @@ fn the_head_listens_on_its_transport_only() {
         );
     }
     c.start_worker("w1", COOKIE, &[]);
-    let text = c.finish();
-    assert!(node_line(&text, "sidedoor").is_none(), "{text}");
+    let summary = c.finish();
+    assert!(!summary.nodes.contains_key("sidedoor"), "{summary:?}");
 }
 
 #[test]
@@ -836,10 +932,6 @@ fn connections_that_never_authenticate_are_closed() {
     use std::io::Read;
     let _serial = serial();
     let mut c = Cluster::with_head(&[]);
-    c.head()
-        .wait_line("the head listening", Duration::from_secs(60), |l| {
-            l.contains("head listening on")
-        });
     let idle: Vec<std::net::TcpStream> = (0..50)
         .map(|_| std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap())
         .collect();
@@ -863,4 +955,67 @@ fn connections_that_never_authenticate_are_closed() {
     );
     c.start_worker("w1", COOKIE, &[]);
     c.finish();
+}
+
+#[test]
+fn sigterm_stops_a_sweep_cleanly_and_a_rerun_resumes_exactly() {
+    let _serial = serial();
+    let _ = expected();
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let mut args = common_args(dir.path());
+    args.extend(
+        [
+            "--role",
+            "local",
+            "--threads",
+            "1",
+            "--results",
+            &results.display().to_string(),
+        ]
+        .iter()
+        .map(|s| (*s).to_owned()),
+    );
+    let mut first = Proc::spawn("first", &args);
+    first.wait_event(
+        "cells done",
+        Duration::from_secs(120),
+        |e| matches!(e, StatusEvent::Progress { done, .. } if *done >= CELLS / 5),
+    );
+    first.signal("TERM");
+    let status = first.wait_exit(Duration::from_secs(30));
+    assert_eq!(
+        status.code(),
+        Some(i32::from(gridtest::exit::INTERRUPTED)),
+        "{}",
+        first.text()
+    );
+    let Some(StatusEvent::SweepInterrupted {
+        sweep_id,
+        done,
+        total,
+    }) = first.events().last().cloned()
+    else {
+        panic!("no interruption event: {:?}", first.events());
+    };
+    assert_eq!(total, CELLS);
+    assert!((CELLS / 5..CELLS).contains(&done), "{done}");
+    // Every final cell was flushed to the ledger, and the sweep's lease was released.
+    assert_eq!(gridtest_tests::ledger_cells(&results), done);
+    let sweep_dir = results.join("sweeps").join(sweep_id.to_string());
+    assert!(sweep_dir.join("spec.json").exists());
+    assert!(!sweep_dir.join("lock").exists(), "the lease was released");
+
+    // Run again: exactly the cells that were done are resumed, the rest computed.
+    let mut second = Proc::spawn_with_spin("second", &args, "0");
+    let status = second.wait_exit(Duration::from_secs(120));
+    assert!(status.success(), "{}", second.text());
+    let summary = second.summary();
+    assert_eq!(summary.sweep_id, Some(sweep_id));
+    assert_eq!((summary.resumed, summary.computed), (done, CELLS - done));
+    let got = std::fs::read_to_string(dir.path().join("out/results.csv")).unwrap();
+    assert!(
+        got == expected(),
+        "the resumed sweep differs from the in-process run"
+    );
 }

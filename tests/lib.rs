@@ -40,7 +40,6 @@ pub fn w1_grid() -> Grid {
 pub fn quiet() -> RunOptions {
     RunOptions {
         threads: 2,
-        progress: false,
         ..RunOptions::default()
     }
 }
@@ -287,15 +286,22 @@ pub fn ledger_cells(results: &Path) -> usize {
         .sum()
 }
 
-/// The two counts of a sweep binary's summary line `sweep ID: N cells computed by this run, M
-/// resumed from the ledger`.
-pub fn computed_and_resumed(output: &str) -> Option<(usize, usize)> {
-    output.lines().find_map(|l| {
-        let (_, rest) = l.split_once(": ")?;
-        let (computed, rest) = rest.split_once(" cells computed by this run, ")?;
-        let resumed = rest.strip_suffix(" resumed from the ledger")?;
-        Some((computed.parse().ok()?, resumed.parse().ok()?))
-    })
+/// What a sweep binary's `--status-file` says of the last sweep it finished.
+///
+/// # Panics
+/// If the file cannot be read or records no finished sweep.
+#[must_use]
+pub fn finished_sweep(status_file: &Path) -> gridtest::status::SweepSummary {
+    let records = gridtest::status::read(status_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", status_file.display()));
+    records
+        .into_iter()
+        .rev()
+        .find_map(|r| match r.event {
+            gridtest::status::StatusEvent::SweepFinished(s) => Some(*s),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{}: no sweep finished", status_file.display()))
 }
 
 /// Copies the folder `from` (recursively) to `to`.

@@ -237,11 +237,14 @@ fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
         )
         .unwrap();
     let out = tempfile::tempdir().unwrap();
+    let status_file = out.path().join("status.jsonl");
     let run = || {
         with_aws_env(
             &mut Command::new(example_binary("sma_crossover")),
             &s3.endpoint,
         )
+        .arg("--status-file")
+        .arg(&status_file)
         .args(["--data", &format!("s3://{BUCKET}/{prefix}/smoke")])
         .args(["--results", &format!("s3://{BUCKET}/{prefix}/results")])
         .args([
@@ -316,10 +319,11 @@ fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
     let text = String::from_utf8_lossy(&second.stdout).to_string()
         + &String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{text}");
+    let summary = gridtest_tests::finished_sweep(&status_file);
     assert_eq!(
-        gridtest_tests::computed_and_resumed(&text),
-        Some((0, 1910)),
-        "{text}"
+        (summary.computed, summary.resumed),
+        (0, 1910),
+        "{summary:?}"
     );
 }
 
@@ -355,9 +359,13 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
     let s3 = s3_or_skip!("a_sweep_resumes_from_its_ledger_in_s3");
     let prefix = unique("resume");
     let out = tempfile::tempdir().unwrap();
+    let status_dir = tempfile::tempdir().unwrap();
+    let status_file = status_dir.path().join("status.jsonl");
     let command = || {
         let mut c = Command::new(crate::cluster::BIN);
         with_aws_env(&mut c, &s3.endpoint)
+            .arg("--status-file")
+            .arg(&status_file)
             .env("GRIDTEST_TEST_SPIN", "4000")
             .env("RUST_LOG", "info")
             .args(["--data", &crate::cluster::dataset().display().to_string()])
@@ -401,10 +409,9 @@ fn a_sweep_resumes_from_its_ledger_in_s3() {
     let text = String::from_utf8_lossy(&second.stdout).to_string()
         + &String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{text}");
-    let (computed, resumed) = gridtest_tests::computed_and_resumed(&text)
-        .unwrap_or_else(|| panic!("no summary line:\n{text}"));
-    assert!(resumed >= 100, "{text}");
-    assert_eq!(computed + resumed, 240, "{text}");
+    let summary = gridtest_tests::finished_sweep(&status_file);
+    assert!(summary.resumed >= 100, "{summary:?}\n{text}");
+    assert_eq!(summary.computed + summary.resumed, 240, "{summary:?}");
 }
 
 /// A second server that enforces authentication (moto with `INITIAL_NO_AUTH_ACTION_COUNT=0`).
@@ -454,11 +461,15 @@ fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
     };
     http(&endpoint, "PUT", &format!("/{BUCKET}")).unwrap();
     let out = tempfile::tempdir().unwrap();
+    let status_dir = tempfile::tempdir().unwrap();
+    let status_file = status_dir.path().join("status.jsonl");
     let mut sweep = with_aws_env(&mut Command::new(crate::cluster::BIN), &endpoint)
         .env("GRIDTEST_TEST_SPIN", "4000")
         .env("RUST_LOG", "info")
         .env("GRIDTEST_STORE_RETRIES", "1")
         .env("GRIDTEST_STORE_RETRY_S", "2")
+        .arg("--status-file")
+        .arg(&status_file)
         .args(["--data", &crate::cluster::dataset().display().to_string()])
         .args(["--results", &format!("s3://{BUCKET}/lost/results")])
         .args([
@@ -472,52 +483,52 @@ fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
             "--out",
         ])
         .arg(out.path())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let stderr = sweep.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        let mut killed = false;
-        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
-            let done: usize = line
-                .split("progress done=")
-                .nth(1)
-                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
-                .unwrap_or(0);
-            if done >= 60 && !killed {
-                // The store goes away mid-sweep: its watcher (by pid) stops the server and
-                // waits for it before exiting.
-                let _ = Command::new("kill")
-                    .args(["-TERM", &moto.id().to_string()])
-                    .status();
-                let _ = moto.wait();
-                killed = true;
-            }
-            lines.push(line);
-        }
-        (killed, lines.join("\n"))
+    let log = std::thread::spawn(move || {
+        let mut log = String::new();
+        let _ = std::io::BufReader::new(stderr).read_to_string(&mut log);
+        log
     });
+    // The store goes away mid-sweep, once the progress events say 60 cells are done: its
+    // watcher (by pid) stops the server and waits for it.
+    let mut killed = false;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !killed && Instant::now() < deadline && sweep.try_wait().unwrap().is_none() {
+        let done = gridtest::status::read(&status_file)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| match r.event {
+                gridtest::status::StatusEvent::Progress { done, .. } => Some(done),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        if done >= 60 {
+            let _ = Command::new("kill")
+                .args(["-TERM", &moto.id().to_string()])
+                .status();
+            let _ = moto.wait();
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let status = sweep.wait().unwrap();
-    let mut stdout = String::new();
-    sweep
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let (killed, log) = reader.join().unwrap();
+    let log = log.join().unwrap();
     assert!(killed, "the store was never taken away:\n{log}");
     // The sweep finishes and writes everything locally, then says that the results root did
-    // not record it: exit status 4, not success.
+    // not record it: the documented exit status, not success.
     assert_eq!(
         status.code(),
         Some(i32::from(gridtest::exit::NOT_PERSISTED)),
-        "{stdout}\n{log}"
+        "{log}"
     );
-    assert!(stdout.contains("240 cells (0 failed)"), "{stdout}");
-    assert!(log.contains("could not be persisted"), "{log}");
+    let summary = gridtest_tests::finished_sweep(&status_file);
+    assert_eq!((summary.cells, summary.failed), (240, 0), "{summary:?}");
+    assert!(summary.persist_failure.is_some(), "{summary:?}\n{log}");
     let local = std::fs::read_to_string(out.path().join("results.csv")).unwrap();
     assert!(
         local == crate::cluster::expected_results(),

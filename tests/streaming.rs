@@ -13,7 +13,6 @@ fn streamed_shards_give_identical_results() {
         .data(data.display().to_string());
     let cached = RunOptions {
         threads: 2,
-        progress: false,
         ..RunOptions::default()
     };
     let streamed = RunOptions {

@@ -78,6 +78,20 @@ fn sweeps_submitted_to_a_running_cluster_complete_and_are_persisted() {
     assert_eq!(sweep_id(&again), a);
     assert!(text(&again).contains("Done {"), "{}", text(&again));
 
+    // The head ran each sweep once, computing every cell.
+    let finished: Vec<(String, usize, usize, usize)> = cluster
+        .finished_sweeps()
+        .into_iter()
+        .map(|s| {
+            let id = s.sweep_id.map(|i| i.to_string()).unwrap_or_default();
+            (id, s.cells, s.failed, s.computed)
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        vec![(a.clone(), 240, 0, 240), (b.clone(), 240, 0, 240)],
+        "{finished:?}"
+    );
     for id in [&a, &b] {
         let dir = cluster.dir.path().join("results/sweeps").join(id);
         for file in [

@@ -112,6 +112,23 @@ pub enum Error {
         /// The first difference.
         first: String,
     },
+    /// The sweep was stopped (SIGTERM, SIGINT, or its cancellation token) before every cell
+    /// was final. Every final cell is in the ledger when the sweep is persisted.
+    #[error("sweep {sweep} interrupted with {done} of {total} cells final{}", if *.persisted {
+        "; they are in the ledger under the results root: run it again to resume"
+    } else {
+        " (not persisted: pass --results to make sweeps resumable)"
+    })]
+    Interrupted {
+        /// The sweep.
+        sweep: SweepId,
+        /// Cells final.
+        done: usize,
+        /// Cells in all.
+        total: usize,
+        /// Whether the final cells are in a persisted ledger.
+        persisted: bool,
+    },
     /// A submitted sweep was refused or failed on the cluster, or the head was lost.
     #[error("submission: {0}")]
     Submission(String),
@@ -176,6 +193,9 @@ pub mod exit {
     pub const NOT_PERSISTED: u8 = 4;
     /// A replay computed metrics that differ from the record.
     pub const REPLAY_MISMATCH: u8 = 5;
+    /// The sweep was interrupted (SIGTERM or SIGINT) and stopped cleanly: its final cells are
+    /// in the ledger, the sweep's lease released (128 + SIGINT, as shells report it).
+    pub const INTERRUPTED: u8 = 130;
 }
 
 impl Error {
@@ -191,6 +211,7 @@ impl Error {
             Self::FailedCells { .. } => exit::FAILED_CELLS,
             Self::NotPersisted { .. } => exit::NOT_PERSISTED,
             Self::ReplayMismatch { .. } => exit::REPLAY_MISMATCH,
+            Self::Interrupted { .. } => exit::INTERRUPTED,
             _ => exit::FAILURE,
         }
     }

@@ -12,8 +12,9 @@ use std::time::Duration;
 use futures::future::join_all;
 use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
-use crate::actors::messages::SweepContext;
+use crate::actors::messages::{SupervisorMsg, SweepContext};
 use crate::actors::{
     BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
     Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming,
@@ -21,10 +22,11 @@ use crate::actors::{
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::persist::{LedgerLog, SweepLock};
-use crate::progress::Progress;
+use crate::progress::ProgressFeed;
+use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
-    CellKey, CellOutcome, CellSpool, FinalCell, Ledger, ResultParts, Sweep, SweepError,
+    CellKey, CellOutcome, CellSpool, FinalCell, Ledger, ResultParts, RunInfo, Sweep, SweepError,
     SweepResults, Timings, output,
 };
 
@@ -49,9 +51,10 @@ pub struct RunOptions {
     pub cache_bytes: u64,
     /// Work unit size, evaluations.
     pub unit_evals: u64,
-    /// Show a progress bar on a terminal.
-    pub progress: bool,
-    /// Progress log period when no bar is drawn.
+    /// Where the supervisor publishes the sweep's progress (the sweep binary draws its bar
+    /// from it).
+    pub progress: ProgressFeed,
+    /// Progress log (and status event) period.
     pub progress_every: Duration,
     /// Attempts a failing cell gets.
     pub max_attempts: u32,
@@ -65,6 +68,12 @@ pub struct RunOptions {
     pub backends: Option<BackendSettings>,
     /// Leaderboard metric (for the persisted leaderboard).
     pub rank_by: RankMetric,
+    /// Where this node's status events go (`--status-file`; nowhere by default).
+    pub status: StatusLog,
+    /// Stops a running sweep cleanly when cancelled: the ledger flushed, the sweep's lease
+    /// released, [`Error::Interrupted`] returned. The sweep binary cancels it on SIGTERM and
+    /// SIGINT.
+    pub cancel: CancellationToken,
 }
 
 impl Default for RunOptions {
@@ -73,13 +82,15 @@ impl Default for RunOptions {
             threads: default_threads(),
             cache_bytes: DEFAULT_CACHE_MB << 20,
             unit_evals: DEFAULT_UNIT_EVALS,
-            progress: true,
+            progress: ProgressFeed::default(),
             progress_every: Duration::from_secs(5),
             max_attempts: crate::sweep::DEFAULT_MAX_ATTEMPTS,
             results: None,
             wait_for_nodes: 0,
             backends: None,
             rank_by: RankMetric::Sharpe,
+            status: StatusLog::default(),
+            cancel: CancellationToken::new(),
         }
     }
 }
@@ -106,7 +117,11 @@ pub(crate) async fn execute(
     setup: NodeSetup,
 ) -> Result<SweepResults> {
     let sweep_id = plan.spec.id();
-    let (loader, loader_task) = Actor::spawn(
+    let lock = match &opts.results {
+        Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name).await?,
+        None => None,
+    };
+    let loader = Actor::spawn(
         None,
         ShardLoader,
         ShardLoaderArgs {
@@ -114,14 +129,34 @@ pub(crate) async fn execute(
         },
     )
     .await
-    .map_err(|e| Error::actors("starting the shard loader", e))?;
-    if setup.scorers > 0 {
-        prefetch(&loader, &plan, opts.cache_bytes).await;
-    }
-    let lock = match &opts.results {
-        Some(root) => SweepLock::acquire(root, &sweep_id, &setup.node_name).await?,
-        None => None,
+    .map_err(|e| Error::actors("starting the shard loader", e));
+    let results = match loader {
+        Ok((loader, loader_task)) => {
+            if setup.scorers > 0 {
+                prefetch(&loader, &plan, opts.cache_bytes).await;
+            }
+            let results = compute(plan, opts, &setup, &loader).await;
+            loader.stop(None);
+            let _ = loader_task.await;
+            results
+        }
+        Err(e) => Err(e),
     };
+    // Every way out (done, cancelled, an error) goes through here: the sweep's lease released.
+    if let Some(lock) = lock {
+        lock.release().await;
+    }
+    results
+}
+
+/// The part of [`execute`] that holds the sweep's lease: units planned (resumed cells
+/// skipped), actors run until every cell is final or the run is cancelled, outputs rendered.
+async fn compute(
+    plan: Plan,
+    opts: &RunOptions,
+    setup: &NodeSetup,
+    loader: &ActorRef<ShardLoaderMsg>,
+) -> Result<SweepResults> {
     let (log, done) = open_ledger(&plan, opts).await?;
     let parallelism = if setup.cluster {
         setup.scorers.max(MIN_CLUSTER_SCORERS)
@@ -137,22 +172,34 @@ pub(crate) async fn execute(
         load_ms = load.as_millis() as u64,
         "starting compute"
     );
+    let resumed = planned.resumed.len();
     let resumed_failed = planned
         .resumed
         .iter()
         .filter(|c| c.outcome.is_err())
         .count();
-    let ledger = Ledger::new(plan.grid.clone(), planned.units)
-        .with_resumed(planned.resumed.len(), resumed_failed)
+    let ledger = Ledger::new(plan.spec.grid.clone(), planned.units)
+        .with_resumed(resumed, resumed_failed)
         .with_max_attempts(opts.max_attempts);
     let (workspace, spool) = open_spool(&plan, planned.resumed)?;
-    let outcome = run_actors(&plan, ledger, log, spool, &loader, opts, &setup).await;
-    loader.stop(None);
-    let _ = loader_task.await;
-    let outcome = outcome?;
+    let outcome = run_actors(&plan, ledger, log, spool, loader, opts, setup).await?;
     for (name, s) in &outcome.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
+    }
+    if outcome.cancelled {
+        let (done, total) = outcome.final_cells;
+        opts.status.emit(StatusEvent::SweepInterrupted {
+            sweep_id: plan.spec.id(),
+            done,
+            total,
+        });
+        return Err(Error::Interrupted {
+            sweep: plan.spec.id(),
+            done,
+            total,
+            persisted: opts.results.is_some() && outcome.persist_failure.is_none(),
+        });
     }
     let timings = Timings {
         load,
@@ -160,11 +207,28 @@ pub(crate) async fn execute(
         wall: plan.started.elapsed(),
         evaluations: planned.evaluations,
     };
-    let results = finish(plan, outcome, workspace, timings, opts).await;
-    if let Some(lock) = lock {
-        lock.release().await;
+    let results = finish(plan, outcome, workspace, timings, opts).await?;
+    opts.status
+        .emit(StatusEvent::SweepFinished(Box::new(summary(
+            &results, resumed,
+        ))));
+    Ok(results)
+}
+
+/// What the status file says of a finished sweep.
+fn summary(results: &SweepResults, resumed: usize) -> SweepSummary {
+    let info = results.run_info();
+    SweepSummary {
+        sweep_id: info.map(|i| i.sweep_id.clone()),
+        cells: results.recorded(),
+        failed: results.failed(),
+        computed: info.map_or(0, |i| i.computed),
+        resumed,
+        nodes: info.map(|i| i.nodes.clone()).unwrap_or_default(),
+        gpu_slots: info.map(|i| i.gpu_slots.clone()).unwrap_or_default(),
+        persist_failure: info.and_then(|i| i.persist_failure.clone()),
+        ledger: info.map(|i| i.ledger).unwrap_or_default(),
     }
-    results
 }
 
 /// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
@@ -174,7 +238,7 @@ fn open_spool(plan: &Plan, resumed: Vec<FinalCell>) -> Result<(tempfile::TempDir
         .prefix("gridtest-sweep-")
         .tempdir()
         .map_err(|e| output_error(&std::env::temp_dir(), e))?;
-    let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.shards)?;
+    let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.spec.shards)?;
     for cell in &resumed {
         spool.push(cell)?;
     }
@@ -195,8 +259,8 @@ async fn finish(
         .map_err(|why| output_error(&workspace.path().join("cells"), why))?;
     let started = std::time::Instant::now();
     let subject = output::Subject {
-        grid: &plan.grid,
-        shards: &plan.shards,
+        grid: &plan.spec.grid,
+        shards: &plan.spec.shards,
         metric: opts.rank_by,
     };
     let rendered = output::render(&spool, &subject, &workspace.path().join("out")).await?;
@@ -208,18 +272,22 @@ async fn finish(
     let sweep_id = plan.spec.id();
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,
-        grid: plan.grid,
+        grid: plan.spec.grid,
         n_sets: plan.n_sets,
-        shards: plan.shards,
+        shards: plan.spec.shards,
         spool,
         rendered,
         workspace,
         timings,
     })
-    .with_run_info(sweep_id, outcome.computed, outcome.nodes, outcome.gpu_slots);
-    if let Some(why) = outcome.persist_failure {
-        results.set_persist_failure(why);
-    }
+    .with_run_info(RunInfo {
+        sweep_id,
+        computed: outcome.computed,
+        nodes: outcome.nodes,
+        gpu_slots: outcome.gpu_slots,
+        persist_failure: outcome.persist_failure,
+        ledger: outcome.ledger,
+    });
     if let Some(root) = &opts.results {
         persist_results(&mut results, root).await;
     }
@@ -232,7 +300,7 @@ async fn finish(
 async fn prefetch(loader: &ActorRef<ShardLoaderMsg>, plan: &Plan, budget: u64) {
     let mut budget = budget;
     let mut prefetch = Vec::new();
-    for (shard, info) in plan.shards.iter().zip(&plan.infos) {
+    for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
         if let Ok(info) = info
             && info.bytes_in_memory() <= budget
         {
@@ -282,19 +350,12 @@ async fn run_actors(
     setup: &NodeSetup,
 ) -> Result<SupervisorOutcome> {
     let (done_tx, done_rx) = oneshot::channel();
-    let context = SweepContext {
-        sweep_id: plan.spec.id(),
-        strategy: plan.strategy.name.to_owned(),
-        dataset: plan.dataset.url().to_string(),
-        kind: plan.dataset.kind(),
-        exec: plan.exec.clone(),
-        grid: plan.grid.clone(),
-    };
+    let context = SweepContext::from(&plan.spec);
     let (supervisor, supervisor_task) = Actor::spawn(
         None,
         Supervisor,
         SupervisorArgs {
-            progress: Progress::new(ledger.expected(), opts.progress),
+            progress: opts.progress.clone(),
             ledger,
             context,
             log,
@@ -302,6 +363,7 @@ async fn run_actors(
             timing: setup.timing,
             done: done_tx,
             wait_for_nodes: opts.wait_for_nodes,
+            status: opts.status.clone(),
         },
     )
     .await
@@ -331,12 +393,20 @@ async fn run_actors(
     } else {
         None
     };
-    let outcome = done_rx.await.map_err(|_| {
+    let stopped = |_| {
         Error::actors(
             "running the sweep",
             "the supervisor stopped before it finished",
         )
-    });
+    };
+    let mut done_rx = done_rx;
+    let outcome = tokio::select! {
+        outcome = &mut done_rx => outcome.map_err(stopped),
+        () = opts.cancel.cancelled() => {
+            let _ = supervisor.cast(SupervisorMsg::Cancel("the run was cancelled".to_owned()));
+            done_rx.await.map_err(stopped)
+        }
+    };
     let _ = supervisor_task.await;
     if let Some((agent, task)) = agent {
         agent.stop_children(None);

@@ -13,26 +13,18 @@
 //! * Re-running is idempotent: each partition it writes is replaced as a whole (`part-0.parquet`,
 //!   other Parquet files of that partition removed), with the same bytes for the same input.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod csv_input;
+mod parquet_input;
+mod partitions;
+mod rows;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, RecordBatch, TimestampNanosecondArray,
-};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{
-    DataType, Float64Type, Int64Type, TimeUnit, TimestampNanosecondType,
-};
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use futures::TryStreamExt;
-use object_store::ObjectStoreExt;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use datafusion::arrow::datatypes::TimeUnit;
 use serde::Serialize;
 
-use crate::data::synth::write_parquet;
-use crate::data::{Dataset, table_schema};
-use crate::strategy::DataKind;
+use crate::data::Dataset;
 
 /// Errors of an ingest, each naming the input and, where it applies, the line or row.
 #[derive(Debug, thiserror::Error)]
@@ -127,273 +119,36 @@ pub struct SymbolSummary {
     pub last: String,
 }
 
-/// One input row: timestamp (ns, UTC), where it came from (`line N` / `row N`), values.
-type Row = (i64, String, Vec<f64>);
-
-/// Rows of one symbol.
-type Rows = Vec<Row>;
-
-fn parse_ts(text: &str, format: &TsFormat) -> Result<i64, String> {
-    let text = text.trim();
-    let nanos = |dt: DateTime<Utc>| {
-        dt.timestamp_nanos_opt()
-            .ok_or_else(|| format!("timestamp {text} is out of range"))
-    };
-    match format {
-        TsFormat::Epoch(unit) => {
-            let v: i64 = text
-                .parse()
-                .map_err(|_| format!("`{text}` is not an integer timestamp"))?;
-            let factor = match unit {
-                TimeUnit::Second => 1_000_000_000,
-                TimeUnit::Millisecond => 1_000_000,
-                TimeUnit::Microsecond => 1_000,
-                TimeUnit::Nanosecond => 1,
-            };
-            v.checked_mul(factor)
-                .ok_or_else(|| format!("timestamp {text} is out of range"))
-        }
-        TsFormat::Text { format, tz } => {
-            if let Ok(dt) = DateTime::parse_from_rfc3339(text) {
-                return nanos(dt.with_timezone(&Utc));
-            }
-            let naive = NaiveDateTime::parse_from_str(text, format)
-                .map_err(|e| format!("`{text}` does not match `{format}`: {e}"))?;
-            match tz.from_local_datetime(&naive) {
-                chrono::LocalResult::Single(dt) => nanos(dt.with_timezone(&Utc)),
-                chrono::LocalResult::Ambiguous(first, _) => nanos(first.with_timezone(&Utc)),
-                chrono::LocalResult::None => Err(format!(
-                    "`{text}` does not exist in {tz} (a daylight-saving gap)"
-                )),
-            }
-        }
-    }
-}
-
-fn check_values(kind: DataKind, values: &[f64]) -> Result<(), String> {
-    for (name, v) in kind.columns().iter().zip(values) {
-        let price = kind.price_columns().contains(name);
-        let ok = v.is_finite() && if price { *v > 0.0 } else { *v >= 0.0 };
-        if !ok {
-            let rule = if price {
-                "prices must be finite and positive"
-            } else {
-                "must be finite and not negative"
-            };
-            return Err(format!("`{name}` = {v}: {rule}"));
-        }
-    }
-    Ok(())
-}
-
-fn read_csv(
-    spec: &IngestSpec,
-    path: &Path,
-    out: &mut BTreeMap<String, Rows>,
-) -> Result<u64, IngestError> {
-    let file = path.display().to_string();
-    let read_err = |reason: String| IngestError::Read {
-        file: file.clone(),
-        reason,
-    };
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(spec.delimiter)
-        .from_path(path)
-        .map_err(|e| read_err(e.to_string()))?;
-    let headers = reader
-        .headers()
-        .map_err(|e| read_err(e.to_string()))?
-        .clone();
-    let index = |name: &str| {
-        headers.iter().position(|h| h == name).ok_or_else(|| {
-            read_err(format!(
-                "no column `{name}` (columns: {})",
-                headers.iter().collect::<Vec<_>>().join(", ")
-            ))
-        })
-    };
-    let ts = index(&spec.ts_column)?;
-    let values: Vec<usize> = spec
-        .value_columns
-        .iter()
-        .map(|c| index(c))
-        .collect::<Result<_, _>>()?;
-    let symbol = spec.symbol_column.as_deref().map(index).transpose()?;
-    let kind = spec.output.kind();
-    let mut rows = 0;
-    for (i, record) in reader.records().enumerate() {
-        let line = format!("line {}", i + 2);
-        let row_err = |reason: String| IngestError::Row {
-            file: file.clone(),
-            row: line.clone(),
-            reason,
-        };
-        let record = record.map_err(|e| row_err(e.to_string()))?;
-        let t = parse_ts(&record[ts], &spec.ts_format).map_err(row_err)?;
-        let vals: Vec<f64> = values
-            .iter()
-            .zip(kind.columns())
-            .map(|(&c, name)| {
-                record[c]
-                    .trim()
-                    .parse::<f64>()
-                    .map_err(|_| format!("`{name}` = `{}` is not a number", &record[c]))
-            })
-            .collect::<Result<_, _>>()
-            .map_err(row_err)?;
-        check_values(kind, &vals).map_err(row_err)?;
-        let sym = match symbol {
-            Some(c) => record[c].trim().to_owned(),
-            None => spec.symbol.clone().unwrap_or_default(),
-        };
-        out.entry(sym).or_default().push((t, line.clone(), vals));
-        rows += 1;
-    }
-    Ok(rows)
-}
-
-fn column<'a>(batch: &'a RecordBatch, name: &str, file: &str) -> Result<&'a ArrayRef, IngestError> {
-    batch.column_by_name(name).ok_or_else(|| IngestError::Read {
-        file: file.to_owned(),
-        reason: format!(
-            "no column `{name}` (columns: {})",
-            batch
-                .schema()
-                .fields()
-                .iter()
-                .map(|f| f.name().as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    })
-}
-
-fn read_parquet(
-    spec: &IngestSpec,
-    path: &Path,
-    out: &mut BTreeMap<String, Rows>,
-) -> Result<u64, IngestError> {
-    let file = path.display().to_string();
-    let read_err = |reason: String| IngestError::Read {
-        file: file.clone(),
-        reason,
-    };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(
-        std::fs::File::open(path).map_err(|e| read_err(e.to_string()))?,
-    )
-    .map_err(|e| read_err(e.to_string()))?
-    .build()
-    .map_err(|e| read_err(e.to_string()))?;
-    let kind = spec.output.kind();
-    let mut base = 0u64;
-    for batch in reader {
-        let batch = batch.map_err(|e| read_err(e.to_string()))?;
-        let ts_col = column(&batch, &spec.ts_column, &file)?;
-        let ts: Vec<Result<i64, String>> = match ts_col.data_type() {
-            DataType::Timestamp(_, _) => {
-                let utc = cast(
-                    ts_col,
-                    &DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
-                )
-                .map_err(|e| read_err(e.to_string()))?;
-                let a = utc.as_primitive::<TimestampNanosecondType>();
-                (0..a.len())
-                    .map(|i| {
-                        if a.is_null(i) {
-                            Err("null timestamp".into())
-                        } else {
-                            Ok(a.value(i))
-                        }
-                    })
-                    .collect()
-            }
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-                let s = cast(ts_col, &DataType::Utf8).map_err(|e| read_err(e.to_string()))?;
-                let s = s.as_string::<i32>();
-                (0..s.len())
-                    .map(|i| {
-                        if s.is_null(i) {
-                            Err("null timestamp".into())
-                        } else {
-                            parse_ts(s.value(i), &spec.ts_format)
-                        }
-                    })
-                    .collect()
-            }
-            dt if dt.is_integer() => {
-                let n = cast(ts_col, &DataType::Int64).map_err(|e| read_err(e.to_string()))?;
-                let n = n.as_primitive::<Int64Type>();
-                (0..n.len())
-                    .map(|i| {
-                        if n.is_null(i) {
-                            Err("null timestamp".into())
-                        } else {
-                            parse_ts(&n.value(i).to_string(), &spec.ts_format)
-                        }
-                    })
-                    .collect()
-            }
-            other => {
-                return Err(read_err(format!(
-                    "column `{}` has type {other}: not a timestamp",
-                    spec.ts_column
-                )));
-            }
-        };
-        let mut values: Vec<Float64Array> = Vec::new();
-        for name in &spec.value_columns {
-            let c = cast(column(&batch, name, &file)?, &DataType::Float64)
-                .map_err(|e| read_err(format!("column `{name}`: {e}")))?;
-            values.push(c.as_primitive::<Float64Type>().clone());
-        }
-        let symbols = match &spec.symbol_column {
-            Some(name) => Some(
-                cast(column(&batch, name, &file)?, &DataType::Utf8)
-                    .map_err(|e| read_err(e.to_string()))?,
-            ),
-            None => None,
-        };
-        for (i, t) in ts.into_iter().enumerate() {
-            let row = format!("row {}", base + i as u64);
-            let row_err = |reason: String| IngestError::Row {
-                file: file.clone(),
-                row: row.clone(),
-                reason,
-            };
-            let t = t.map_err(row_err)?;
-            let vals: Vec<f64> = values
-                .iter()
-                .zip(kind.columns())
-                .map(|(v, name)| {
-                    if v.is_null(i) {
-                        Err(format!("`{name}` is null"))
-                    } else {
-                        Ok(v.value(i))
-                    }
-                })
-                .collect::<Result<_, _>>()
-                .map_err(row_err)?;
-            check_values(kind, &vals).map_err(row_err)?;
-            let sym = match &symbols {
-                Some(s) => s.as_string::<i32>().value(i).trim().to_owned(),
-                None => spec.symbol.clone().unwrap_or_default(),
-            };
-            out.entry(sym).or_default().push((t, row.clone(), vals));
-        }
-        base += batch.num_rows() as u64;
-    }
-    Ok(base)
-}
-
-fn utc_date(ns: i64) -> NaiveDate {
-    DateTime::<Utc>::from_timestamp_nanos(ns).date_naive()
-}
-
 /// Runs an ingest (see the module docs).
 ///
 /// # Errors
 /// [`IngestError`] naming the input and line or row at fault; nothing is written then.
 pub async fn ingest(spec: &IngestSpec) -> Result<IngestSummary, IngestError> {
+    check_settings(spec)?;
+    let mut by_symbol: BTreeMap<String, rows::Rows> = BTreeMap::new();
+    let mut summary = IngestSummary::default();
+    for path in &spec.inputs {
+        let parquet = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
+        summary.rows += if parquet {
+            parquet_input::read_parquet(spec, path, &mut by_symbol)?
+        } else {
+            csv_input::read_csv(spec, path, &mut by_symbol)?
+        };
+    }
+    for (symbol, rows) in &mut by_symbol {
+        put_in_order(spec, symbol, rows)?;
+    }
+    let (store, root) = spec.output.store()?;
+    for (symbol, rows) in &by_symbol {
+        partitions::write_symbol(&spec.output, (&*store, &root), symbol, rows, &mut summary)
+            .await?;
+    }
+    Ok(summary)
+}
+
+fn check_settings(spec: &IngestSpec) -> Result<(), IngestError> {
     let kind = spec.output.kind();
     if spec.value_columns.len() != kind.columns().len() {
         return Err(IngestError::Settings(format!(
@@ -411,95 +166,32 @@ pub async fn ingest(spec: &IngestSpec) -> Result<IngestSummary, IngestError> {
     if spec.inputs.is_empty() {
         return Err(IngestError::Settings("no input files".into()));
     }
-    let mut by_symbol: BTreeMap<String, Rows> = BTreeMap::new();
-    let mut summary = IngestSummary::default();
-    for path in &spec.inputs {
-        let parquet = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
-        summary.rows += if parquet {
-            read_parquet(spec, path, &mut by_symbol)?
-        } else {
-            read_csv(spec, path, &mut by_symbol)?
-        };
+    Ok(())
+}
+
+/// Sorts a symbol's rows by time (with `sort`), or rejects the first that goes backwards.
+fn put_in_order(spec: &IngestSpec, symbol: &str, rows: &mut rows::Rows) -> Result<(), IngestError> {
+    if symbol.is_empty() || symbol.contains(['/', '=']) {
+        return Err(IngestError::Settings(format!(
+            "`{symbol}` is not a usable symbol"
+        )));
     }
-    // Order: sort, or reject rows going backwards.
-    for (symbol, rows) in &mut by_symbol {
-        if symbol.is_empty() || symbol.contains(['/', '=']) {
-            return Err(IngestError::Settings(format!(
-                "`{symbol}` is not a usable symbol"
-            )));
-        }
-        if spec.sort {
-            rows.sort_by_key(|r| r.0);
-        } else if let Some(w) = rows.windows(2).find(|w| w[1].0 < w[0].0) {
-            return Err(IngestError::Row {
-                file: spec
-                    .inputs
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                row: w[1].1.clone(),
-                reason: format!(
-                    "symbol {symbol}: timestamp goes backwards ({} after {}); pass --sort to sort",
-                    w[1].0, w[0].0
-                ),
-            });
-        }
+    if spec.sort {
+        rows.sort_by_key(|r| r.0);
+    } else if let Some(w) = rows.windows(2).find(|w| w[1].0 < w[0].0) {
+        return Err(IngestError::Row {
+            file: spec
+                .inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            row: w[1].1.clone(),
+            reason: format!(
+                "symbol {symbol}: timestamp goes backwards ({} after {}); pass --sort to sort",
+                w[1].0, w[0].0
+            ),
+        });
     }
-    // Write each (symbol, UTC date) partition whole.
-    let (store, root) = spec.output.store()?;
-    for (symbol, rows) in &by_symbol {
-        let mut days: BTreeMap<NaiveDate, Vec<&Row>> = BTreeMap::new();
-        for r in rows {
-            days.entry(utc_date(r.0)).or_default().push(r);
-        }
-        let s = summary.symbols.entry(symbol.clone()).or_default();
-        s.rows = rows.len() as u64;
-        s.days = days.len();
-        s.first = DateTime::<Utc>::from_timestamp_nanos(rows[0].0).to_rfc3339();
-        s.last = DateTime::<Utc>::from_timestamp_nanos(rows[rows.len() - 1].0).to_rfc3339();
-        for (date, day) in days {
-            let mut columns: Vec<ArrayRef> = vec![Arc::new(
-                TimestampNanosecondArray::from(day.iter().map(|r| r.0).collect::<Vec<_>>())
-                    .with_timezone("UTC"),
-            )];
-            for c in 0..kind.columns().len() {
-                columns.push(Arc::new(Float64Array::from(
-                    day.iter().map(|r| r.2[c]).collect::<Vec<_>>(),
-                )));
-            }
-            let batch = RecordBatch::try_new(table_schema(kind), columns).map_err(|e| {
-                IngestError::Settings(format!("cannot build the {symbol} {date} batch: {e}"))
-            })?;
-            let dir = root
-                .clone()
-                .join(format!("symbol={symbol}"))
-                .join(format!("date={date}"));
-            let stale: Vec<_> = store
-                .list(Some(&dir))
-                .try_collect::<Vec<_>>()
-                .await
-                .map_err(|source| crate::data::DataError::Store {
-                    url: spec.output.object_url(&dir),
-                    source,
-                })?;
-            let target = dir.clone().join("part-0.parquet");
-            for meta in stale {
-                if meta.location != target && meta.location.extension() == Some("parquet") {
-                    store.delete(&meta.location).await.map_err(|source| {
-                        crate::data::DataError::Store {
-                            url: spec.output.object_url(&meta.location),
-                            source,
-                        }
-                    })?;
-                    summary.removed += 1;
-                }
-            }
-            write_parquet(&*store, &spec.output, &target, &batch).await?;
-            summary.partitions += 1;
-        }
-    }
-    Ok(summary)
+    Ok(())
 }

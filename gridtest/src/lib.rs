@@ -83,6 +83,7 @@ pub mod progress;
 pub mod registry;
 pub mod replay;
 pub mod run;
+pub mod status;
 pub mod storage;
 pub mod strategy;
 pub mod submit;

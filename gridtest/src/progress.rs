@@ -1,89 +1,53 @@
-//! Progress of a sweep: an indicatif bar on a terminal (cells done, cells/s, ETA), and a log
-//! line every few seconds otherwise.
+//! Progress of a running sweep, published by its supervisor for whoever shows it (the sweep
+//! binary's bar, an embedding program): the latest [`SweepProgress`] in a `tokio::sync::watch`
+//! channel, so that publishing never waits and a slow reader only skips states.
+//!
+//! ```
+//! use gridtest::progress::{ProgressFeed, SweepProgress};
+//! let feed = ProgressFeed::default();
+//! let seen = feed.subscribe();
+//! feed.publish(SweepProgress { done: 3, total: 10, ..SweepProgress::default() });
+//! assert_eq!(seen.borrow().done, 3);
+//! ```
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::watch;
 
-/// How often progress is logged when no bar is drawn.
-const LOG_EVERY: Duration = Duration::from_secs(5);
-
-/// The progress display of one sweep.
-#[derive(Debug)]
-pub struct Progress {
-    bar: Option<ProgressBar>,
-    total: usize,
-    done: usize,
-    failed: usize,
-    requeued: usize,
-    started: Instant,
-    last_log: Instant,
+/// Where a sweep stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepProgress {
+    /// Cells final.
+    pub done: usize,
+    /// Cells in all.
+    pub total: usize,
+    /// Cells failed.
+    pub failed: usize,
+    /// Units put back in the queue (their node was lost).
+    pub requeued: usize,
+    /// The sweep has ended (every cell final, or cancelled).
+    pub ended: bool,
 }
 
-impl Progress {
-    /// Progress over `total` cells; a bar when `bar` is set and stderr is a terminal.
+/// The publishing end, cheap to clone; readers [`subscribe`](Self::subscribe).
+#[derive(Clone, Debug)]
+pub struct ProgressFeed(Arc<watch::Sender<SweepProgress>>);
+
+impl Default for ProgressFeed {
+    fn default() -> Self {
+        Self(Arc::new(watch::Sender::new(SweepProgress::default())))
+    }
+}
+
+impl ProgressFeed {
+    /// A reader of the latest progress.
     #[must_use]
-    pub fn new(total: usize, bar: bool) -> Self {
-        let bar = (bar && console_is_terminal()).then(|| {
-            let pb = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
-            pb.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} cells  {per_sec}  ETA {eta}  {msg}",
-                )
-                .expect("valid template"),
-            );
-            pb.enable_steady_tick(Duration::from_millis(200));
-            pb
-        });
-        let now = Instant::now();
-        Self {
-            bar,
-            total,
-            done: 0,
-            failed: 0,
-            requeued: 0,
-            started: now,
-            last_log: now,
-        }
+    pub fn subscribe(&self) -> watch::Receiver<SweepProgress> {
+        self.0.subscribe()
     }
 
-    /// Cells recorded so far, of which failed.
-    pub fn set(&mut self, done: usize, failed: usize) {
-        self.done = done;
-        self.failed = failed;
-        if let Some(bar) = &self.bar {
-            bar.set_position(done as u64);
-            if failed > 0 || self.requeued > 0 {
-                bar.set_message(format!("{failed} failed, {} requeued", self.requeued));
-            }
-        } else if self.last_log.elapsed() >= LOG_EVERY {
-            self.last_log = Instant::now();
-            let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-            tracing::info!(
-                done,
-                total = self.total,
-                failed,
-                requeued = self.requeued,
-                cells_per_s = format!("{rate:.1}"),
-                "progress"
-            );
-        }
+    /// Replaces the latest progress (whether or not anyone reads it).
+    pub fn publish(&self, progress: SweepProgress) {
+        self.0.send_replace(progress);
     }
-
-    /// Units put back in the queue.
-    pub fn requeued(&mut self, units: usize) {
-        self.requeued += units;
-    }
-
-    /// Clears the bar.
-    pub fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-fn console_is_terminal() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal()
 }

@@ -46,6 +46,9 @@ impl std::str::FromStr for ReplayScope {
     }
 }
 
+/// Parameter sets replayed at a time.
+const REPLAY_CHUNK: usize = 16_384;
+
 /// A file whose current state differs from the manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestChange {
@@ -66,6 +69,29 @@ pub struct ReplayReport {
     pub differences: Vec<(CellKey, Option<CellOutcome>, CellOutcome)>,
     /// Data files that changed since the sweep (only when forced).
     pub changed_files: Vec<ManifestChange>,
+}
+
+impl ReplayReport {
+    /// Compares the recomputed `outcomes` of `sets` on `shard` with the record.
+    fn compare(
+        &mut self,
+        shard: &Shard,
+        sets: &[ParamSet],
+        outcomes: Vec<CellOutcome>,
+        recorded: &BTreeMap<CellKey, CellOutcome>,
+    ) {
+        for (set, outcome) in sets.iter().zip(outcomes) {
+            let key = CellKey {
+                shard: shard.id(),
+                param_set: set.id(),
+            };
+            self.cells += 1;
+            match recorded.get(&key) {
+                Some(before) if identical(before, &outcome) => self.identical += 1,
+                before => self.differences.push((key, before.cloned(), outcome)),
+            }
+        }
+    }
 }
 
 /// Bitwise equality of two outcomes (NaN equals NaN; failures compare kind and message).
@@ -214,42 +240,39 @@ pub async fn replay(
         });
     }
     let recorded = LedgerLog::read(root, sweep_id).await?;
-    let sets: Vec<ParamSet> = match scope {
-        ReplayScope::All => spec.grid.iter().collect(),
-        ReplayScope::Cell { param_set, .. } => {
-            let found: Vec<ParamSet> = spec.grid.iter().filter(|s| s.id() == *param_set).collect();
-            if found.is_empty() {
-                return Err(Error::InvalidSweep {
-                    strategy: spec.strategy.clone(),
-                    problems: vec![format!("sweep {sweep_id} has no parameter set {param_set}")],
-                });
-            }
-            found
-        }
-    };
     let mut report = ReplayReport {
         changed_files: changes,
         ..ReplayReport::default()
     };
     for shard in &shards {
-        let data = reader.load(shard).await?;
-        let exec = spec.exec.clone();
-        let sets_for_shard = sets.clone();
-        let outcomes =
-            tokio::task::spawn_blocking(move || (strategy.run)(&data, &sets_for_shard, &exec))
-                .await
-                .map_err(|e| Error::actors("replaying a shard", e))?;
-        for (set, outcome) in sets.iter().zip(outcomes) {
-            let key = CellKey {
-                shard: shard.id(),
-                param_set: set.id(),
-            };
-            report.cells += 1;
-            match recorded.get(&key) {
-                Some(before) if identical(before, &outcome) => report.identical += 1,
-                before => report.differences.push((key, before.cloned(), outcome)),
+        let data = std::sync::Arc::new(reader.load(shard).await?);
+        let mut sets = spec.grid.iter().filter(|s| match scope {
+            ReplayScope::All => true,
+            ReplayScope::Cell { param_set, .. } => s.id() == *param_set,
+        });
+        // The grid in chunks, so that a replay of a large sweep never holds all its sets.
+        loop {
+            let chunk: Vec<ParamSet> = sets.by_ref().take(REPLAY_CHUNK).collect();
+            if chunk.is_empty() {
+                break;
             }
+            let data = std::sync::Arc::clone(&data);
+            let exec = spec.exec.clone();
+            let run = strategy.run;
+            let (chunk, outcomes) = tokio::task::spawn_blocking(move || {
+                let outcomes = run(&data, &chunk, &exec);
+                (chunk, outcomes)
+            })
+            .await
+            .map_err(|e| Error::actors("replaying a shard", e))?;
+            report.compare(shard, &chunk, outcomes, &recorded);
         }
+    }
+    if let (0, ReplayScope::Cell { param_set, .. }) = (report.cells, scope) {
+        return Err(Error::InvalidSweep {
+            strategy: spec.strategy.clone(),
+            problems: vec![format!("sweep {sweep_id} has no parameter set {param_set}")],
+        });
     }
     Ok(report)
 }

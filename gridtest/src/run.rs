@@ -3,6 +3,8 @@
 //! output folder, and the tracing set-up. The in-process run itself is
 //! [`run_sweep`](crate::execute::run_sweep).
 
+mod bar;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use crate::cluster::{ClusterConfig, Role};
 use crate::error::{Error, Result};
 use crate::execute::default_threads;
 use crate::metrics::RankMetric;
+use crate::status::StatusLog;
 use crate::storage::Location;
 use crate::sweep::{Leaderboard, Sweep, SweepId, SweepResults, output};
 
@@ -68,6 +71,10 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Append status events (listening, node lost/back/slow, drained, sweep finished) to this
+    /// file as JSON lines, for scripts and tests (see `gridtest::status`).
+    #[arg(long, env = "GRIDTEST_STATUS_FILE", value_name = "PATH")]
+    pub status_file: Option<PathBuf>,
     /// Progress log period when no bar is drawn, ms.
     #[arg(long, env = "GRIDTEST_PROGRESS_MS", default_value_t = 5000)]
     pub progress_ms: u64,
@@ -150,7 +157,6 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
         threads: args.threads.unwrap_or_else(default_threads),
         cache_bytes: args.cache_mb << 20,
         unit_evals: args.unit_evals,
-        progress: !args.no_progress,
         progress_every: Duration::from_millis(args.progress_ms.max(10)),
         max_attempts: args.max_attempts,
         results: config.results.clone(),
@@ -161,6 +167,14 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
             gpu_shard_budget_bytes: args.gpu_shard_mb << 20,
         }),
         rank_by: args.rank_by.unwrap_or(RankMetric::Sharpe),
+        status: args
+            .status_file
+            .as_ref()
+            .map_or_else(StatusLog::default, |path| {
+                StatusLog::to_file(path, &config.node_name)
+            }),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        progress: crate::progress::ProgressFeed::default(),
     };
     (sweep, opts)
 }
@@ -241,12 +255,49 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     if let Some(root) = &opts.results {
         runtime.block_on(crate::persist::probe_root(root))?;
     }
+    cancel_on_signals(&runtime, opts.cancel.clone())?;
+    let mut bar = bar::Bar::follow(&runtime, &opts.progress, !args.no_progress);
     let results = match config.role {
-        Role::Head => runtime.block_on(crate::cluster::head::run_head(&sweep, &opts, &config))?,
-        _ => runtime.block_on(run_sweep(&sweep, &opts))?,
+        Role::Head => runtime.block_on(crate::cluster::head::run_head(&sweep, &opts, &config)),
+        _ => runtime.block_on(run_sweep(&sweep, &opts)),
     };
+    bar.clear();
+    let results = results?;
     let report = report(results, args, out_dir)?;
     outcome(report, args.allow_failed_cells).map(Some)
+}
+
+/// SIGTERM or SIGINT cancels the run: the sweep stops cleanly (its ledger flushed, its lease
+/// released) and the process exits with [`crate::exit::INTERRUPTED`]; a second signal exits at
+/// once.
+fn cancel_on_signals(
+    runtime: &tokio::runtime::Runtime,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let _context = runtime.enter();
+    let listen = |kind: SignalKind, name: &'static str| {
+        signal(kind).map_err(|source| Error::Signal {
+            signal: name,
+            source,
+        })
+    };
+    let mut term = listen(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = listen(SignalKind::interrupt(), "SIGINT")?;
+    runtime.spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::warn!("signal received: stopping the sweep cleanly (again to exit at once)");
+        cancel.cancel();
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        std::process::exit(i32::from(crate::exit::INTERRUPTED));
+    });
+    Ok(())
 }
 
 /// Scorer threads per node beyond this multiple of the cores are refused: they only add memory

@@ -16,7 +16,7 @@ use crate::engine::ExecModel;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamValue};
-use crate::sweep::SweepId;
+use crate::sweep::{SweepDescription, SweepId};
 use crate::transport::{self, Tls};
 
 /// Settings of `gridtest submit`.
@@ -182,16 +182,18 @@ fn request(args: &SubmitArgs) -> Result<SweepRequest> {
         grid = grid.constrain(c);
     }
     Ok(SweepRequest {
-        strategy: args.strategy.clone(),
-        grid,
-        data: args.data.clone(),
-        symbols: args.symbols.clone(),
-        from: args.from,
-        to: args.to,
-        exec: ExecModel::default()
-            .with_commission_bps(args.commission_bps)
-            .with_slippage_bps(args.slippage_bps)
-            .with_max_leverage(args.max_leverage),
+        sweep: SweepDescription {
+            strategy: args.strategy.clone(),
+            grid,
+            data: Some(args.data.clone()),
+            symbols: args.symbols.clone(),
+            from: args.from,
+            to: args.to,
+            exec: ExecModel::default()
+                .with_commission_bps(args.commission_bps)
+                .with_slippage_bps(args.slippage_bps)
+                .with_max_leverage(args.max_leverage),
+        },
         rank_by: args.rank_by,
         top: args.top,
     })

@@ -1,6 +1,7 @@
 //! Sweeps: what to run ([`Sweep`]), how it is cut into work ([`WorkUnit`]), the state of every
 //! cell ([`Ledger`]), and what comes out ([`SweepResults`], [`Leaderboard`]).
 
+mod description;
 mod error;
 mod fleet;
 mod leaderboard;
@@ -15,10 +16,10 @@ mod worker_id;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 pub use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
+pub use description::{Sweep, SweepDescription};
 pub use error::SweepError;
 pub use fleet::{Fleet, FleetRules, Gate, NodeView, SlowNode};
 pub use leaderboard::{LEADERBOARD_ROWS, LeaderCsv, LeaderRow, Leaderboard};
@@ -31,194 +32,8 @@ pub use sweep_id::SweepId;
 pub use work_unit::{SetSpan, UnitId, WorkUnit, chunk_size};
 
 use crate::data::Shard;
-use crate::engine::ExecModel;
 use crate::params::{Grid, ParamSet};
-use crate::registry::{StrategyEntry, StrategyError, entry, find_strategy};
-use crate::strategy::RegisteredStrategy;
-
-/// A sweep: a registered strategy, a parameter grid, a dataset with a selection of symbols and
-/// dates, and an execution model.
-///
-/// ```
-/// use gridtest::prelude::*;
-/// # #[derive(Params, Clone, Debug)] struct P { fast: usize, slow: usize }
-/// # struct Sma;
-/// # #[gridtest::strategy(name = "doc_sweep_sma")]
-/// # impl Strategy for Sma {
-/// #     type Params = P; type Feed = Ticks;
-/// #     fn new(_: &P) -> Self { Sma }
-/// #     fn on_data(&mut self, _: &Cursor<'_, Ticks>) -> f64 { 0.0 }
-/// # }
-/// let sweep = Sweep::of::<Sma>()
-///     .grid(Grid::new()
-///         .axis("fast", (5..=100).step_by(5))
-///         .axis("slow", (20..=1000).step_by(20))
-///         .constrain("fast < slow"))
-///     .data("/data/ticks")
-///     .symbols(["S000", "S001"])
-///     .commission_bps(1.0);
-/// assert!(sweep.validate().is_ok());
-/// assert_eq!(sweep.grid_ref().len(), 955);
-/// ```
-#[derive(Clone, Debug)]
-pub struct Sweep {
-    strategy: StrategyEntry,
-    grid: Grid,
-    data: Option<String>,
-    symbols: Option<Vec<String>>,
-    from: Option<NaiveDate>,
-    to: Option<NaiveDate>,
-    exec: ExecModel,
-}
-
-impl Sweep {
-    /// A sweep of strategy `S` with an empty grid and the default execution model.
-    #[must_use]
-    pub fn of<S: RegisteredStrategy>() -> Self {
-        Self::with_entry(entry::<S>())
-    }
-
-    /// A sweep of the strategy registered under `name`.
-    ///
-    /// # Errors
-    /// [`StrategyError`] if no strategy (or more than one) has that name.
-    pub fn named(name: &str) -> Result<Self, StrategyError> {
-        Ok(Self::with_entry(*find_strategy(name)?))
-    }
-
-    fn with_entry(strategy: StrategyEntry) -> Self {
-        Self {
-            strategy,
-            grid: Grid::new(),
-            data: None,
-            symbols: None,
-            from: None,
-            to: None,
-            exec: ExecModel::default(),
-        }
-    }
-
-    /// Sets the grid.
-    #[must_use]
-    pub fn grid(mut self, grid: Grid) -> Self {
-        self.grid = grid;
-        self
-    }
-
-    /// Sets the dataset location (path, `file://` or `s3://` URL).
-    #[must_use]
-    pub fn data(mut self, location: impl Into<String>) -> Self {
-        self.data = Some(location.into());
-        self
-    }
-
-    /// Restricts to these symbols (default: every symbol of the dataset).
-    #[must_use]
-    pub fn symbols<S: Into<String>>(mut self, symbols: impl IntoIterator<Item = S>) -> Self {
-        self.symbols = Some(symbols.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Restricts to dates between `from` and `to`, inclusive (`None`: open end).
-    #[must_use]
-    pub fn dates(mut self, from: Option<NaiveDate>, to: Option<NaiveDate>) -> Self {
-        self.from = from;
-        self.to = to;
-        self
-    }
-
-    /// Sets the execution model.
-    #[must_use]
-    pub fn exec(mut self, exec: ExecModel) -> Self {
-        self.exec = exec;
-        self
-    }
-
-    /// Sets the commission, basis points of traded notional.
-    #[must_use]
-    pub fn commission_bps(mut self, bps: f64) -> Self {
-        self.exec.commission_bps = bps;
-        self
-    }
-
-    /// Sets the slippage, basis points of traded notional.
-    #[must_use]
-    pub fn slippage_bps(mut self, bps: f64) -> Self {
-        self.exec.slippage_bps = bps;
-        self
-    }
-
-    /// The strategy.
-    #[must_use]
-    pub fn strategy(&self) -> &StrategyEntry {
-        &self.strategy
-    }
-
-    /// The grid.
-    #[must_use]
-    pub fn grid_ref(&self) -> &Grid {
-        &self.grid
-    }
-
-    /// The dataset location.
-    #[must_use]
-    pub fn data_location(&self) -> Option<&str> {
-        self.data.as_deref()
-    }
-
-    /// The symbol selection.
-    #[must_use]
-    pub fn symbol_selection(&self) -> Option<&[String]> {
-        self.symbols.as_deref()
-    }
-
-    /// The date selection.
-    #[must_use]
-    pub fn date_range(&self) -> (Option<NaiveDate>, Option<NaiveDate>) {
-        (self.from, self.to)
-    }
-
-    /// The execution model.
-    #[must_use]
-    pub fn exec_model(&self) -> &ExecModel {
-        &self.exec
-    }
-
-    /// Checks everything that can be checked without reading data, and reports every problem
-    /// at once: the grid against the strategy's parameters (empty grid, unknown axis, type
-    /// mismatch, bad constraint), the execution model, a missing dataset, an empty date range.
-    ///
-    /// # Errors
-    /// [`SweepError::Invalid`] listing the problems.
-    pub fn validate(&self) -> Result<(), SweepError> {
-        let mut problems = Vec::new();
-        if let Err(e) = self.grid.check((self.strategy.schema)()) {
-            problems.extend(e.0.iter().map(ToString::to_string));
-        }
-        if let Err(bad) = self.exec.validate() {
-            problems.extend(bad);
-        }
-        if self.data.is_none() {
-            problems.push("no dataset: set one with .data(…) or --data".to_owned());
-        }
-        if let (Some(f), Some(t)) = (self.from, self.to)
-            && f > t
-        {
-            problems.push(format!("the date range {f}..{t} is empty"));
-        }
-        if self.symbols.as_ref().is_some_and(Vec::is_empty) {
-            problems.push("the symbol list is empty".to_owned());
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(SweepError::Invalid {
-                strategy: self.strategy.name.to_owned(),
-                problems,
-            })
-        }
-    }
-}
+use crate::registry::StrategyEntry;
 
 /// Where the time went.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -278,6 +93,8 @@ pub struct RunInfo {
     /// Why the sweep could not be persisted to its results root, if it could not (every cell
     /// is still in these results).
     pub persist_failure: Option<String>,
+    /// What the ledger counted: units requeued, speculative copies, duplicate results.
+    pub ledger: LedgerStats,
 }
 
 /// The parts [`SweepResults`] are made of, as the execution hands them over.
@@ -308,20 +125,8 @@ impl SweepResults {
         }
     }
 
-    pub(crate) fn with_run_info(
-        mut self,
-        sweep_id: SweepId,
-        computed: usize,
-        nodes: BTreeMap<String, NodeStats>,
-        gpu_slots: BTreeMap<String, NodeStats>,
-    ) -> Self {
-        self.run_info = Some(RunInfo {
-            sweep_id,
-            computed,
-            nodes,
-            gpu_slots,
-            persist_failure: None,
-        });
+    pub(crate) fn with_run_info(mut self, info: RunInfo) -> Self {
+        self.run_info = Some(info);
         self
     }
 

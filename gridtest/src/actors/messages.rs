@@ -13,8 +13,9 @@ use crate::data::{Shard, ShardId};
 use crate::engine::ExecModel;
 use crate::metrics::RankMetric;
 use crate::params::Grid;
+use crate::persist::SweepSpec;
 use crate::strategy::DataKind;
-use crate::sweep::{CellFailure, SetResult, UnitId, WorkUnit, WorkerId};
+use crate::sweep::{CellFailure, SetResult, SweepDescription, UnitId, WorkUnit, WorkerId};
 
 /// Process group of sweep coordinators (heads serving submissions).
 pub const COORDINATORS: &str = "coordinators";
@@ -42,6 +43,20 @@ pub struct SweepContext {
     /// The grid, from which a scorer expands the sets of a unit (its axes and constraints: a
     /// few bytes per axis value).
     pub grid: Grid,
+}
+
+impl From<&SweepSpec> for SweepContext {
+    /// The context of the sweep a spec describes.
+    fn from(spec: &SweepSpec) -> Self {
+        Self {
+            sweep_id: spec.id(),
+            strategy: spec.strategy.clone(),
+            dataset: spec.dataset.clone(),
+            kind: spec.kind,
+            exec: spec.exec.clone(),
+            grid: spec.grid.clone(),
+        }
+    }
 }
 
 /// A scorer asks for work.
@@ -137,26 +152,17 @@ pub enum SupervisorMsg {
     /// Cells done, total and failed so far.
     #[rpc]
     Progress(RpcReplyPort<Wire<(usize, usize, usize)>>),
+    /// Stop the sweep now (local, from the run's cancellation token): no more leases, the
+    /// ledger flushed, the outcome sent as cancelled. The reason is logged.
+    Cancel(String),
 }
 
-/// A sweep submitted to a running head: everything but the strategy's code, which every node
-/// has registered under its name.
+/// A sweep submitted to a running head: its description (everything but the strategy's code,
+/// which every node has registered under its name) and how to report it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepRequest {
-    /// Registered strategy name.
-    pub strategy: String,
-    /// The grid.
-    pub grid: Grid,
-    /// Dataset root (path as the nodes see it, file:// or s3://).
-    pub data: String,
-    /// Symbols (all when `None`).
-    pub symbols: Option<Vec<String>>,
-    /// First date.
-    pub from: Option<chrono::NaiveDate>,
-    /// Last date.
-    pub to: Option<chrono::NaiveDate>,
-    /// Execution model.
-    pub exec: ExecModel,
+    /// The sweep.
+    pub sweep: SweepDescription,
     /// Leaderboard metric.
     pub rank_by: RankMetric,
     /// Leaderboard rows to report back.

@@ -23,15 +23,19 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
+mod state;
+
+pub use state::SupervisorState;
+
 use super::ledger_writer::{LedgerWriter, LedgerWriterArgs, LedgerWriterMsg, WriterOutcome};
 use crate::actors::messages::{
-    AGENTS, Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext,
-    UnitReport,
+    AGENTS, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext,
 };
 use crate::actors::wire::Wire;
 use crate::persist::LedgerLog;
-use crate::progress::Progress;
-use crate::sweep::{CellSpool, Completion, Fleet, FleetRules, Gate, Ledger, NodeStats, Spool};
+use crate::progress::{ProgressFeed, SweepProgress};
+use crate::status::StatusLog;
+use crate::sweep::{CellSpool, Fleet, FleetRules, Ledger, LedgerStats, NodeStats, Spool};
 
 /// How long the end of a sweep waits for the ledger writer's last flush (a remote store
 /// retries each write for up to `GRIDTEST_STORE_RETRY_S`).
@@ -55,6 +59,13 @@ pub struct SupervisorOutcome {
     pub gpu_slots: BTreeMap<String, NodeStats>,
     /// Why the ledger's last cells could not be persisted, if they could not.
     pub persist_failure: Option<String>,
+    /// What the ledger counted (requeues, speculative copies, duplicates).
+    pub ledger: LedgerStats,
+    /// Whether the sweep was cancelled before every cell was final (the ledger still holds
+    /// every cell that was).
+    pub cancelled: bool,
+    /// Cells final when it ended, and cells in all.
+    pub final_cells: (usize, usize),
 }
 
 /// Timing settings of a supervisor.
@@ -90,7 +101,7 @@ pub struct SupervisorArgs {
     /// What scorers need to run the units.
     pub context: SweepContext,
     /// Progress display.
-    pub progress: Progress,
+    pub progress: ProgressFeed,
     /// The persisted ledger, if any.
     pub log: Option<LedgerLog>,
     /// Where every final cell is spooled (resumed cells already in it).
@@ -99,182 +110,8 @@ pub struct SupervisorArgs {
     pub timing: SupervisorTiming,
     /// Where the outcome goes.
     pub done: oneshot::Sender<SupervisorOutcome>,
-}
-
-/// State of the [`Supervisor`].
-pub struct SupervisorState {
-    ledger: Option<Ledger>,
-    fleet: Fleet,
-    context: SweepContext,
-    progress: Progress,
-    /// Persists final cells beside this actor (never in its mailbox).
-    writer: Option<ActorRef<LedgerWriterMsg>>,
-    timing: SupervisorTiming,
-    done: Option<oneshot::Sender<SupervisorOutcome>>,
-    /// Agent actor id (as shown by this node) → node name.
-    agents: HashMap<String, String>,
-    /// Cells this run made final.
-    computed: usize,
-    last_progress: Instant,
-    /// Whether the sweep's strategy has device code (GPU scorers may take its units).
-    gpu_capable: bool,
-}
-
-impl SupervisorState {
-    /// Any message from a node proves it is alive.
-    fn seen(&mut self, name: &str) {
-        if self.fleet.seen(name, Instant::now()) {
-            tracing::warn!(node = name, "node is back; its late results count once");
-        }
-    }
-
-    fn lose(&mut self, name: &str, why: &str) {
-        let released = self
-            .ledger
-            .as_mut()
-            .map(|l| l.release_node(name))
-            .unwrap_or_default();
-        self.fleet.lost(name, released.len(), Instant::now());
-        if released.is_empty() {
-            tracing::info!(node = name, reason = why, "node lost (it held no units)");
-        } else {
-            tracing::warn!(
-                node = name,
-                reason = why,
-                units = released.len(),
-                "node lost: its units go back to the queue"
-            );
-            self.progress.requeued(released.len());
-        }
-    }
-
-    fn flag_slow_nodes(&mut self) {
-        for slow in self.fleet.flag_slow() {
-            tracing::warn!(node = %slow.node, speed = format!("{:.3e}", slow.speed),
-                median = format!("{:.3e}", slow.median),
-                "node is slow (throttled card or noisy neighbour?)");
-        }
-    }
-
-    fn log_progress(&self) {
-        let Some(ledger) = &self.ledger else { return };
-        let elapsed = self.fleet.compute_wall(Instant::now()).as_secs_f64();
-        let nodes: Vec<String> = self
-            .fleet
-            .nodes()
-            .iter()
-            .map(|(name, n)| {
-                format!(
-                    "{name}:{:.0}cells/s{}{}{}",
-                    n.stats.cells as f64 / elapsed.max(1e-9),
-                    if n.alive { "" } else { "(lost)" },
-                    if n.stats.slow { "(slow)" } else { "" },
-                    if n.telemetry.is_empty() {
-                        String::new()
-                    } else {
-                        format!("[{}]", n.telemetry.join(", "))
-                    }
-                )
-            })
-            .collect();
-        let stats = ledger.stats();
-        let gpus: Vec<String> = self
-            .fleet
-            .gpu_slots()
-            .iter()
-            .map(|(slot, s)| format!("{slot}:{:.3e}evals/s", s.speed()))
-            .collect();
-        tracing::info!(
-            done = ledger.recorded(),
-            total = ledger.expected(),
-            failed = ledger.failed(),
-            requeued = stats.requeued,
-            speculative = stats.speculative,
-            duplicates = stats.duplicate_cells,
-            nodes = nodes.join(" "),
-            gpu_scorers = gpus.join(" "),
-            "progress"
-        );
-    }
-
-    /// A scorer asks for work.
-    fn on_lease(&mut self, request: &LeaseRequest) -> Option<Lease> {
-        let now = Instant::now();
-        self.seen(&request.worker.node);
-        if self.fleet.gate(&request.worker.node, now) == Gate::Wait
-            || !self
-                .fleet
-                .may_lease(&request.worker.node, request.gpu, self.gpu_capable)
-        {
-            return None;
-        }
-        let ledger = self.ledger.as_mut()?;
-        let unit = if request.pending_only {
-            ledger.lease_pending(&request.worker, &request.cached)
-        } else {
-            ledger.lease(&request.worker, &request.cached)
-        }?;
-        self.fleet.leased(now);
-        Some(Lease {
-            context: self.context.clone(),
-            unit,
-        })
-    }
-
-    /// A scorer reports a unit: its cells go to the ledger, the new final ones to the writer.
-    fn on_report(&mut self, report: UnitReport) {
-        if report.sweep_id != self.context.sweep_id {
-            tracing::debug!(sweep = %report.sweep_id, "report for another sweep ignored");
-            return;
-        }
-        self.seen(&report.worker.node);
-        let UnitReport {
-            worker,
-            unit,
-            shard,
-            results,
-            evaluations,
-            busy_ms,
-            ..
-        } = report;
-        let Some(ledger) = self.ledger.as_mut() else {
-            return;
-        };
-        let completion = match results {
-            Ok(results) => ledger.report(Some(unit), &shard, results),
-            Err(failure) => {
-                tracing::warn!(%unit, %worker, error = %failure, "unit failed");
-                ledger.fail_unit(unit, &failure)
-            }
-        };
-        let journal = ledger.take_journal();
-        self.computed += journal.len();
-        if let Some(writer) = &self.writer
-            && !journal.is_empty()
-        {
-            let _ = writer.cast(LedgerWriterMsg::Append(journal));
-        }
-        self.progress.set(ledger.recorded(), ledger.failed());
-        let new = match completion {
-            Completion::Accepted { new, .. } => new,
-            Completion::Duplicate => 0,
-        };
-        let busy = Duration::from_millis(busy_ms);
-        self.fleet
-            .reported(&worker, new, evaluations, busy, Instant::now());
-    }
-
-    /// The heartbeat: nodes silent too long lose their leases; progress is logged.
-    fn on_tick(&mut self) {
-        for name in self.fleet.silent(Instant::now()) {
-            self.lose(&name, "silent past the heartbeat deadline");
-        }
-        if self.last_progress.elapsed() >= self.timing.progress_every {
-            self.last_progress = Instant::now();
-            self.flag_slow_nodes();
-            self.log_progress();
-        }
-    }
+    /// Where node events (lost, back, slow) are told.
+    pub status: StatusLog,
 }
 
 /// The sweep supervisor actor.
@@ -283,9 +120,18 @@ pub struct Supervisor;
 
 impl Supervisor {
     async fn finish_if_done(myself: &ActorRef<SupervisorMsg>, state: &mut SupervisorState) {
-        if !state.ledger.as_ref().is_some_and(Ledger::is_finished) {
-            return;
+        if state.ledger.as_ref().is_some_and(Ledger::is_finished) {
+            Self::finish(myself, state, false).await;
         }
+    }
+
+    /// Ends the sweep: the writer's last flush, then the outcome; `cancelled` when cells are
+    /// still open.
+    async fn finish(
+        myself: &ActorRef<SupervisorMsg>,
+        state: &mut SupervisorState,
+        cancelled: bool,
+    ) {
         let written = match state.writer.take() {
             Some(writer) => match writer
                 .call(LedgerWriterMsg::Finish, Some(FINISH_TIMEOUT))
@@ -296,10 +142,16 @@ impl Supervisor {
             },
             None => WriterOutcome::lost("the ledger writer was stopped"),
         };
-        state.progress.finish();
         state.flag_slow_nodes();
         state.log_progress();
-        if let (Some(_), Some(done)) = (state.ledger.take(), state.done.take()) {
+        if let (Some(ledger), Some(done)) = (state.ledger.take(), state.done.take()) {
+            state.progress.publish(SweepProgress {
+                done: ledger.recorded(),
+                total: ledger.expected(),
+                failed: ledger.failed(),
+                requeued: state.requeued,
+                ended: true,
+            });
             let outcome = SupervisorOutcome {
                 spool: written.spool,
                 computed: state.computed,
@@ -307,10 +159,20 @@ impl Supervisor {
                 nodes: state.fleet.node_stats(),
                 gpu_slots: state.fleet.gpu_slots().clone(),
                 persist_failure: written.persist_failure,
+                ledger: ledger.stats(),
+                cancelled,
+                final_cells: (ledger.recorded(), ledger.expected()),
             };
             let _ = done.send(outcome);
         }
-        myself.stop(Some("sweep complete".to_owned()));
+        myself.stop(Some(
+            if cancelled {
+                "sweep cancelled"
+            } else {
+                "sweep complete"
+            }
+            .to_owned(),
+        ));
     }
 
     fn ping_agents(myself: &ActorRef<SupervisorMsg>, timeout: Duration) {
@@ -379,9 +241,11 @@ impl Actor for Supervisor {
             fleet: Fleet::new(rules, Instant::now()),
             context: args.context,
             progress: args.progress,
+            requeued: 0,
             writer,
             timing: args.timing,
             done: Some(args.done),
+            status: args.status,
             agents: HashMap::new(),
             computed: 0,
             last_progress: Instant::now(),
@@ -449,7 +313,7 @@ impl Actor for Supervisor {
                     .as_mut()
                     .map_or(0, |l| l.release_worker(&worker).len());
                 state.fleet.requeued(&worker.node, n, Instant::now());
-                state.progress.requeued(n);
+                state.requeued += n;
             }
             SupervisorMsg::ReleaseNode(node) => {
                 state.lose(&node, "handed its work back");
@@ -476,6 +340,10 @@ impl Actor for Supervisor {
             SupervisorMsg::Tick => {
                 Self::ping_agents(&myself, state.timing.heartbeat);
                 state.on_tick();
+            }
+            SupervisorMsg::Cancel(reason) => {
+                tracing::warn!(reason = %reason, "sweep cancelled: flushing the ledger");
+                Self::finish(&myself, state, true).await;
             }
         }
         Ok(())

@@ -36,24 +36,18 @@ pub struct CoordinatorState {
     args: CoordinatorArgs,
     queue: VecDeque<(SweepId, Plan, SweepRequest)>,
     running: Option<SweepId>,
+    /// The running sweep's task: awaited when the coordinator stops, after the run's
+    /// cancellation token has stopped the sweep cleanly.
+    running_task: Option<tokio::task::JoinHandle<()>>,
     states: HashMap<SweepId, SweepState>,
 }
+
+/// How long a stopping coordinator waits for its running sweep to flush its ledger.
+const STOP_GRACE: Duration = Duration::from_secs(60);
 
 /// The coordinator actor.
 #[derive(Debug, Default)]
 pub struct Coordinator;
-
-fn build(request: &SweepRequest) -> crate::Result<Sweep> {
-    let mut sweep = Sweep::named(&request.strategy)?
-        .grid(request.grid.clone())
-        .data(request.data.clone())
-        .dates(request.from, request.to)
-        .exec(request.exec.clone());
-    if let Some(symbols) = &request.symbols {
-        sweep = sweep.symbols(symbols.clone());
-    }
-    Ok(sweep)
-}
 
 impl Coordinator {
     fn start_next(myself: &ActorRef<CoordinatorMsg>, state: &mut CoordinatorState) {
@@ -90,8 +84,8 @@ impl Coordinator {
         };
         let persisted_at = state.args.results.join(&format!("sweeps/{id}")).to_string();
         let me = myself.clone();
-        tracing::info!(sweep = %id, strategy = %request.strategy, "running a submitted sweep");
-        tokio::spawn(async move {
+        tracing::info!(sweep = %id, strategy = %request.sweep.strategy, "running a submitted sweep");
+        state.running_task = Some(tokio::spawn(async move {
             // Run in a task of its own, so that a panic ends this sweep as failed instead of
             // leaving the queue waiting for it.
             let run = tokio::spawn(async move { execute(planned, &opts, setup).await });
@@ -112,7 +106,7 @@ impl Coordinator {
                 },
             };
             let _ = me.cast(CoordinatorMsg::Finished(Wire(id), Wire(ended)));
-        });
+        }));
     }
 }
 
@@ -135,8 +129,25 @@ impl Actor for Coordinator {
             args,
             queue: VecDeque::new(),
             running: None,
+            running_task: None,
             states: HashMap::new(),
         })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // The shutdown path: the run's token stops the running sweep (ledger flushed, lease
+        // released); wait for it rather than dropping it mid-flush.
+        state.args.opts.cancel.cancel();
+        if let Some(task) = state.running_task.take()
+            && tokio::time::timeout(STOP_GRACE, task).await.is_err()
+        {
+            tracing::warn!("the running sweep did not stop within {STOP_GRACE:?}");
+        }
+        Ok(())
     }
 
     async fn handle(
@@ -147,9 +158,9 @@ impl Actor for Coordinator {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             CoordinatorMsg::Submit(Wire(request), reply) => {
-                let planned = match build(&request) {
+                let planned = match Sweep::from_description(request.sweep.clone()) {
                     Ok(sweep) => plan(&sweep).await,
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.into()),
                 };
                 let answer = match planned {
                     Err(e) => Err(e.to_string()),
@@ -204,6 +215,7 @@ impl Actor for Coordinator {
                 tracing::info!(sweep = %id, state = ?std::mem::discriminant(&ended), "submitted sweep ended");
                 state.states.insert(id, ended);
                 state.running = None;
+                state.running_task = None;
                 Self::start_next(&myself, state);
             }
         }

@@ -10,6 +10,7 @@ use crate::actors::SupervisorTiming;
 use crate::actors::messages::{SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::error::{Error, Result};
 use crate::execute::{NodeSetup, RunOptions, execute, plan};
+use crate::status::{StatusEvent, StatusLog};
 use crate::storage::Location;
 use crate::sweep::{Sweep, SweepResults};
 use crate::transport::{self, Tls};
@@ -30,7 +31,7 @@ pub async fn run_head(
     opts: &RunOptions,
     config: &ClusterConfig,
 ) -> Result<SweepResults> {
-    let events = start_network(config).await?;
+    let events = start_network(config, &opts.status).await?;
     let planned = plan(sweep).await?;
     let setup = NodeSetup {
         node_name: config.node_name.clone(),
@@ -48,7 +49,10 @@ pub async fn run_head(
 }
 
 /// Starts the node server, listens, and forwards session drops to the local supervisors.
-async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle<()>> {
+async fn start_network(
+    config: &ClusterConfig,
+    status: &StatusLog,
+) -> Result<tokio::task::JoinHandle<()>> {
     let tls = config.tls.as_ref().map(Tls::load).transpose()?;
     let node::Node { server, mut events } = node::start(config)
         .await
@@ -57,7 +61,10 @@ async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle
     let bound = transport::listen(server.clone(), listen, tls).await?;
     tracing::info!(node = %config.node_name, listen = %bound, tls = config.tls.is_some(),
         "head listening");
-    eprintln!("gridtest head listening on {bound}");
+    status.emit(StatusEvent::Listening {
+        addr: bound.to_string(),
+    });
+    let status = status.clone();
     Ok(tokio::spawn(async move {
         let _server = server;
         let mut sessions = Sessions::default();
@@ -75,13 +82,21 @@ async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle
                         let _ = sup.cast(SupervisorMsg::NodeDown(node.clone()));
                     }
                 }
-                Some(SessionChange::Refused { peer_addr, claimed }) => match claimed {
-                    Some(name) if sessions.is_connected(&name) => tracing::warn!(
-                        peer = %peer_addr, node = %name,
-                        "refused a second node named like a connected one (duplicate --node-name?)"),
-                    _ => tracing::warn!(peer = %peer_addr, claimed = ?claimed,
-                        "refused a connection that did not authenticate (wrong cookie?)"),
-                },
+                Some(SessionChange::Refused { peer_addr, claimed }) => {
+                    let duplicate = claimed.as_ref().is_some_and(|n| sessions.is_connected(n));
+                    if duplicate {
+                        tracing::warn!(peer = %peer_addr, node = ?claimed,
+                            "refused a second node named like a connected one (duplicate --node-name?)");
+                    } else {
+                        tracing::warn!(peer = %peer_addr, claimed = ?claimed,
+                            "refused a connection that did not authenticate (wrong cookie?)");
+                    }
+                    status.emit(StatusEvent::Refused {
+                        peer: peer_addr.to_string(),
+                        claimed,
+                        duplicate,
+                    });
+                }
                 None => {}
             }
         }
@@ -94,7 +109,7 @@ async fn start_network(config: &ClusterConfig) -> Result<tokio::task::JoinHandle
 /// # Errors
 /// [`Error::Transport`] if the node cannot listen.
 pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
-    let events = start_network(config).await?;
+    let events = start_network(config, &opts.status).await?;
     let results = match &opts.results {
         Some(root) => root.clone(),
         None => Location::parse("results")?,
@@ -115,7 +130,7 @@ pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
     )
     .await
     .map_err(|e| Error::actors("starting the coordinator", e))?;
-    eprintln!("gridtest head serving submissions");
+    opts.status.emit(StatusEvent::Serving);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|source| Error::Signal {
         signal: "SIGTERM",
@@ -125,6 +140,8 @@ pub async fn serve(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
         _ = terminate.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+    tracing::info!("stopping: the running sweep, if any, flushes its ledger first");
+    opts.cancel.cancel();
     coordinator.stop(None);
     let _ = task.await;
     events.abort();

@@ -13,6 +13,7 @@ use crate::actors::messages::{NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::actors::{NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs};
 use crate::error::{Error, Result};
 use crate::execute::RunOptions;
+use crate::status::{StatusEvent, StatusLog};
 use crate::transport::{self, Tls, TransportError};
 
 /// How long a dialled session may take to authenticate.
@@ -34,6 +35,7 @@ async fn stay_joined(
     mut events: mpsc::UnboundedReceiver<NodeEvent>,
     config: ClusterConfig,
     tls: Option<Tls>,
+    status: StatusLog,
 ) -> std::result::Result<(), String> {
     let started = Instant::now();
     let mut backoff = Duration::from_millis(200);
@@ -63,6 +65,9 @@ async fn stay_joined(
                                 ever_joined = true;
                                 backoff = Duration::from_millis(200);
                                 tracing::info!(head = %peer, seed = %seed, "joined the cluster");
+                                status.emit(StatusEvent::Joined {
+                                    head: peer.to_string(),
+                                });
                             }
                             Some(NodeEvent::Disconnected { .. }) => {
                                 if joined {
@@ -138,7 +143,13 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
     )
     .await
     .map_err(|e| Error::actors("starting the node agent", e))?;
-    let mut joined = tokio::spawn(stay_joined(server.clone(), events, config.clone(), tls));
+    let mut joined = tokio::spawn(stay_joined(
+        server.clone(),
+        events,
+        config.clone(),
+        tls,
+        opts.status.clone(),
+    ));
     let mut agent_task = agent_task;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|source| Error::Signal {
@@ -154,31 +165,42 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
         },
         _ = &mut agent_task => Ok(false),
     };
-    let drain = outcome?;
-    if drain {
-        tracing::info!(node = %config.node_name, grace = ?config.drain_grace, "SIGTERM: draining");
-        let _ = agent.cast(NodeAgentMsg::Drain);
-        if tokio::time::timeout(config.drain_grace, &mut agent_task)
-            .await
-            .is_err()
-        {
-            tracing::warn!(node = %config.node_name, "drain grace over: handing the units back");
-            for sup in supervisors() {
-                let _ = sup.cast(SupervisorMsg::ReleaseNode(config.node_name.clone()));
-            }
-            agent.stop(None);
-        }
-        // Make sure the last reports (and the hand-back) reached the head before exiting.
-        for sup in supervisors() {
-            let _ = sup
-                .call(SupervisorMsg::Barrier, Some(Duration::from_secs(2)))
-                .await;
-        }
-        tracing::info!(node = %config.node_name, "drained");
+    if outcome? {
+        let handed_back = drain(&agent, &mut agent_task, config).await;
+        opts.status.emit(StatusEvent::Drained { handed_back });
     }
     joined.abort();
     loader.stop(None);
     let _ = loader_task.await;
     server.stop(None);
     Ok(())
+}
+
+/// SIGTERM: the node agent finishes its units within the drain grace, else hands them back;
+/// then the last reports are flushed to the head.
+async fn drain(
+    agent: &ActorRef<NodeAgentMsg>,
+    agent_task: &mut tokio::task::JoinHandle<()>,
+    config: &ClusterConfig,
+) -> bool {
+    tracing::info!(node = %config.node_name, grace = ?config.drain_grace, "SIGTERM: draining");
+    let _ = agent.cast(NodeAgentMsg::Drain);
+    let handed_back = tokio::time::timeout(config.drain_grace, agent_task)
+        .await
+        .is_err();
+    if handed_back {
+        tracing::warn!(node = %config.node_name, "drain grace over: handing the units back");
+        for sup in supervisors() {
+            let _ = sup.cast(SupervisorMsg::ReleaseNode(config.node_name.clone()));
+        }
+        agent.stop(None);
+    }
+    // Make sure the last reports (and the hand-back) reached the head before exiting.
+    for sup in supervisors() {
+        let _ = sup
+            .call(SupervisorMsg::Barrier, Some(Duration::from_secs(2)))
+            .await;
+    }
+    tracing::info!(node = %config.node_name, "drained");
+    handed_back
 }

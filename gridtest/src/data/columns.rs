@@ -343,13 +343,27 @@ impl Checker {
 
     /// Checks rows that all belong to the current file.
     fn segment(&mut self, seg: &FeedBatch) -> Result<()> {
-        let info = Arc::clone(&self.info);
-        let file_info = info.files.get(self.file);
-        let file = || file_info.map_or_else(|| "(unknown file)".to_owned(), |f| f.url.clone());
+        self.check_times(seg.ts())?;
+        self.check_values(seg)?;
+        if let Some(&last) = seg.ts().last() {
+            self.previous = Some((last, self.file));
+        }
+        Ok(())
+    }
+
+    /// The URL of the current file.
+    fn file_url(&self) -> String {
+        self.info
+            .files
+            .get(self.file)
+            .map_or_else(|| "(unknown file)".to_owned(), |f| f.url.clone())
+    }
+
+    /// Timestamps: on the partition's day, and non-decreasing across the whole shard. A row off
+    /// its day is reported as such even where it also goes backwards (it is the cause).
+    fn check_times(&self, ts: &[i64]) -> Result<()> {
+        let file_info = self.info.files.get(self.file);
         let base = self.row_in_file;
-        let ts = seg.ts();
-        // Timestamps: on the partition's day, and non-decreasing across the whole shard. A row
-        // off its day is reported as such even where it also goes backwards (it is the cause).
         let outside = match (file_info, self.skip_partition_dates) {
             (Some(info), false) => {
                 let day = info
@@ -368,14 +382,12 @@ impl Checker {
             back
         });
         match (outside, backwards) {
-            (Some(i), b) if b.is_none_or(|b| i <= b) => {
-                return Err(DataError::OutsidePartition {
-                    file: file(),
-                    row: base + i as u64,
-                    ts: ts[i],
-                    date: file_info.map(|f| f.date.to_string()).unwrap_or_default(),
-                });
-            }
+            (Some(i), b) if b.is_none_or(|b| i <= b) => Err(DataError::OutsidePartition {
+                file: self.file_url(),
+                row: base + i as u64,
+                ts: ts[i],
+                date: file_info.map(|f| f.date.to_string()).unwrap_or_default(),
+            }),
             (_, Some(i)) => {
                 let (previous, previous_file) = if i == 0 {
                     let (p, f) = self.previous.expect("a first row cannot go backwards");
@@ -384,17 +396,21 @@ impl Checker {
                 } else {
                     (ts[i - 1], None)
                 };
-                return Err(DataError::Backwards {
-                    file: file(),
+                Err(DataError::Backwards {
+                    file: self.file_url(),
                     row: base + i as u64,
                     ts: ts[i],
                     previous,
                     previous_file,
-                });
+                })
             }
-            _ => {}
+            _ => Ok(()),
         }
-        // Values.
+    }
+
+    /// Values: prices finite and positive, sizes finite and not negative, high not below low.
+    fn check_values(&self, seg: &FeedBatch) -> Result<()> {
+        let base = self.row_in_file;
         let kind = self.info.kind;
         for (name, col) in kind.columns().iter().zip(seg.columns()) {
             let is_price = kind.price_columns().contains(name);
@@ -415,7 +431,7 @@ impl Checker {
                     "must not be negative"
                 };
                 return Err(DataError::BadValue {
-                    file: file(),
+                    file: self.file_url(),
                     column: (*name).to_owned(),
                     row: base + i as u64,
                     value,
@@ -427,16 +443,13 @@ impl Checker {
             let (high, low) = (&seg.columns()[1], &seg.columns()[2]);
             if let Some(i) = high.iter().zip(low.iter()).position(|(h, l)| h < l) {
                 return Err(DataError::BadValue {
-                    file: file(),
+                    file: self.file_url(),
                     column: "high".to_owned(),
                     row: base + i as u64,
                     value: high[i],
                     rule: "high is below low",
                 });
             }
-        }
-        if let Some(&last) = ts.last() {
-            self.previous = Some((last, self.file));
         }
         Ok(())
     }

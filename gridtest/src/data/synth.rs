@@ -204,40 +204,7 @@ pub async fn generate(target: &Dataset, spec: &SynthSpec) -> Result<SynthManifes
             last_price: 0.0,
         };
         for date in &dates {
-            let day_ns = date
-                .signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive())
-                .num_days()
-                * 86_400_000_000_000;
-            let n = spec.ticks_per_day;
-            let spacing = SESSION_NS / n.max(1) as i64;
-            let mut ts = Vec::with_capacity(n);
-            let mut price = Vec::with_capacity(n);
-            let mut size = Vec::with_capacity(n);
-            for i in 0..n {
-                let jitter = size_rng.random_range(0..(spacing / 2).max(1));
-                ts.push(day_ns + SESSION_OPEN_NS + i as i64 * spacing + jitter);
-                let p = path.next_price();
-                if summary.rows == 0 && i == 0 {
-                    summary.first_price = p;
-                }
-                summary.price_sum_x256 += (p * 256.0) as u64;
-                price.push(p);
-                size.push(f64::from(size_rng.random_range(1u32..=500)));
-            }
-            if let Some(&p) = price.last() {
-                summary.last_price = p;
-            }
-            let batch = match spec.ticks_per_bar {
-                None => {
-                    summary.rows += n as u64;
-                    tick_batch(ts, price, size)
-                }
-                Some(per_bar) => {
-                    let b = bar_batch(&ts, &price, &size, per_bar.max(1));
-                    summary.rows += b.num_rows() as u64;
-                    b
-                }
-            };
+            let batch = day_batch(spec, *date, &mut path, &mut size_rng, &mut summary);
             let file = root
                 .clone()
                 .join(format!("symbol={symbol}"))
@@ -261,6 +228,51 @@ pub async fn generate(target: &Dataset, spec: &SynthSpec) -> Result<SynthManifes
             source,
         })?;
     Ok(manifest)
+}
+
+/// One day of one symbol: the next prices of `path`, with jittered times and random sizes,
+/// as ticks or bars; `summary` counts them.
+fn day_batch(
+    spec: &SynthSpec,
+    date: NaiveDate,
+    path: &mut PathGen,
+    size_rng: &mut ChaCha8Rng,
+    summary: &mut SymbolSummary,
+) -> RecordBatch {
+    let day_ns = date
+        .signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive())
+        .num_days()
+        * 86_400_000_000_000;
+    let n = spec.ticks_per_day;
+    let spacing = SESSION_NS / n.max(1) as i64;
+    let mut ts = Vec::with_capacity(n);
+    let mut price = Vec::with_capacity(n);
+    let mut size = Vec::with_capacity(n);
+    for i in 0..n {
+        let jitter = size_rng.random_range(0..(spacing / 2).max(1));
+        ts.push(day_ns + SESSION_OPEN_NS + i as i64 * spacing + jitter);
+        let p = path.next_price();
+        if summary.rows == 0 && i == 0 {
+            summary.first_price = p;
+        }
+        summary.price_sum_x256 += (p * 256.0) as u64;
+        price.push(p);
+        size.push(f64::from(size_rng.random_range(1u32..=500)));
+    }
+    if let Some(&p) = price.last() {
+        summary.last_price = p;
+    }
+    match spec.ticks_per_bar {
+        None => {
+            summary.rows += n as u64;
+            tick_batch(ts, price, size)
+        }
+        Some(per_bar) => {
+            let b = bar_batch(&ts, &price, &size, per_bar.max(1));
+            summary.rows += b.num_rows() as u64;
+            b
+        }
+    }
 }
 
 /// Generates `spec` under `target` unless `manifest.json` there already records the same spec.

@@ -5,23 +5,19 @@ use std::time::Instant;
 
 use futures::future::join_all;
 
-use crate::data::{DataError, Dataset, Shard, ShardInfo, ShardReader};
-use crate::engine::ExecModel;
+use crate::data::{DataError, Dataset, ShardInfo, ShardReader};
 use crate::error::Result;
-use crate::params::Grid;
 use crate::persist::SweepSpec;
 use crate::registry::StrategyEntry;
 use crate::sweep::Sweep;
 
-/// A sweep resolved against its dataset: shards, parameter sets, footers, spec.
+/// A sweep resolved against its dataset: the spec (grid, execution model, shards, manifest:
+/// what the sweep is), the strategy's entry points, the dataset, every shard's footers.
 pub struct Plan {
     pub(crate) strategy: StrategyEntry,
-    pub(crate) grid: Grid,
     /// Parameter sets of the grid (counted once: a count walks the grid).
     pub(crate) n_sets: usize,
-    pub(crate) exec: ExecModel,
     pub(crate) dataset: Dataset,
-    pub(crate) shards: Vec<Shard>,
     pub(crate) infos: Vec<std::result::Result<ShardInfo, DataError>>,
     pub(crate) spec: SweepSpec,
     pub(crate) started: Instant,
@@ -56,7 +52,7 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         tracing::warn!(object = %ignored.url, reason = %ignored.reason,
             "not data: ignored (recorded in the sweep's spec)");
     }
-    let shards = data.shards.clone();
+    let shards = data.shards;
     let n_sets = sweep.grid_ref().len();
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
         param_sets = n_sets, cells = shards.len() * n_sets, "sweep planned");
@@ -80,23 +76,11 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
             tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
         }
     }
-    let spec = SweepSpec::new(
-        &strategy,
-        sweep.grid_ref().clone(),
-        dataset.url().to_string(),
-        dataset.kind(),
-        shards.clone(),
-        sweep.exec_model().clone(),
-        manifest,
-    )
-    .with_ignored(data.layout.ignored);
+    let spec = SweepSpec::new(sweep, &dataset, shards, manifest).with_ignored(data.layout.ignored);
     Ok(Plan {
         strategy,
-        grid: sweep.grid_ref().clone(),
         n_sets,
-        exec: sweep.exec_model().clone(),
         dataset,
-        shards,
         infos,
         spec,
         started,

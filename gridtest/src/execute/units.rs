@@ -35,7 +35,7 @@ pub(super) fn plan_units(
         evaluations: 0,
         resumed: Vec::new(),
     };
-    for (shard, info) in plan.shards.iter().zip(&plan.infos) {
+    for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
         let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
         let id = shard.id();
         let done_here = done.keys().filter(|k| k.shard == id).count();
@@ -43,32 +43,31 @@ pub(super) fn plan_units(
         planned.evaluations += rows * todo as u64;
         let chunk = u32::try_from(chunk_size(todo, rows, unit_evals, parallelism).max(1))
             .unwrap_or(u32::MAX);
-        let whole = 0..plan.grid.product_len() as u64;
+        let whole = 0..plan.spec.grid.product_len() as u64;
         // Each set of the grid in order, with whether it is final already.
-        let sets: Box<dyn Iterator<Item = (u64, bool)>> =
-            if done_here == 0 {
-                Box::new(plan.grid.slice(whole).positions().map(|p| (p, false)))
-            } else {
-                let (done, resumed) = (&mut done, &mut planned.resumed);
-                Box::new((0u64..).zip(plan.grid.slice(whole)).map(
-                    move |(index, (position, set))| {
-                        let key = CellKey {
-                            shard: id.clone(),
-                            param_set: set.id(),
-                        };
-                        let outcome = done.remove(&key);
-                        let final_already = outcome.is_some();
-                        if let Some(outcome) = outcome {
-                            resumed.push(FinalCell {
-                                key,
-                                place: SetPlace { index, position },
-                                outcome,
-                            });
-                        }
-                        (position, final_already)
-                    },
-                ))
-            };
+        let sets: Box<dyn Iterator<Item = (u64, bool)>> = if done_here == 0 {
+            Box::new(plan.spec.grid.slice(whole).positions().map(|p| (p, false)))
+        } else {
+            let (done, resumed) = (&mut done, &mut planned.resumed);
+            Box::new((0u64..).zip(plan.spec.grid.slice(whole)).map(
+                move |(index, (position, set))| {
+                    let key = CellKey {
+                        shard: id.clone(),
+                        param_set: set.id(),
+                    };
+                    let outcome = done.remove(&key);
+                    let final_already = outcome.is_some();
+                    if let Some(outcome) = outcome {
+                        resumed.push(FinalCell {
+                            key,
+                            place: SetPlace { index, position },
+                            outcome,
+                        });
+                    }
+                    (position, final_already)
+                },
+            ))
+        };
         let mut run: Option<(SetPlace, u32)> = None;
         let mut units = Vec::new();
         for (index, (position, final_already)) in (0u64..).zip(sets) {

@@ -3,11 +3,11 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::data::{IgnoredObject, ListedFile, Shard};
+use crate::data::{Dataset, IgnoredObject, ListedFile, Shard};
 use crate::engine::{EXEC_MODEL_VERSION, ExecModel};
 use crate::params::Grid;
 use crate::strategy::DataKind;
-use crate::sweep::SweepId;
+use crate::sweep::{Sweep, SweepId};
 
 /// Everything that determines a sweep's results.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,28 +43,27 @@ pub struct SweepSpec {
 }
 
 impl SweepSpec {
-    /// A spec with the current gridtest and execution-model versions.
+    /// The spec of `sweep` resolved against its dataset: the shards its selection planned and
+    /// every file their listing saw, with the current gridtest and execution-model versions.
     #[must_use]
-    #[allow(clippy::too_many_arguments, reason = "a plain record of what was run")]
     pub fn new(
-        strategy: &crate::registry::StrategyEntry,
-        grid: Grid,
-        dataset: String,
-        kind: DataKind,
+        sweep: &Sweep,
+        dataset: &Dataset,
         shards: Vec<Shard>,
-        exec: ExecModel,
         manifest: Vec<ListedFile>,
     ) -> Self {
+        let strategy = sweep.strategy();
+        let description = sweep.description();
         Self {
             gridtest_version: env!("CARGO_PKG_VERSION").to_owned(),
             strategy: strategy.name.to_owned(),
             strategy_version: strategy.version.to_owned(),
             strategy_crate: strategy.crate_version.to_owned(),
-            grid,
-            dataset,
-            kind,
+            grid: description.grid.clone(),
+            dataset: dataset.url().to_string(),
+            kind: dataset.kind(),
             shards,
-            exec,
+            exec: description.exec.clone(),
             exec_model_version: EXEC_MODEL_VERSION,
             manifest,
             ignored: Vec::new(),

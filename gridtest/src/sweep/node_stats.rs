@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// What one node did for a sweep.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NodeStats {
     /// Units reported (accepted or not).
     pub units: u64,

@@ -56,26 +56,8 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
         .map(|(index, (position, set))| (SetPlace { index, position }, set))
         .collect();
     let work = tempfile::tempdir().unwrap();
-    let mut spool = CellSpool::create(&work.path().join("cells"), &shards).unwrap();
-    // Cells arrive out of order: a stride coprime with the count visits each once.
+    let spool = scrambled_spool(&work.path().join("cells"), &shards, &places);
     let n = places.len() * 2;
-    let mut k = 0usize;
-    for _ in 0..n {
-        k = (k + 100_003) % n;
-        let (place, set) = &places[k / 2];
-        let shard = u32::try_from(k % 2).unwrap();
-        spool
-            .push(&FinalCell {
-                key: CellKey {
-                    shard: shards[shard as usize].id(),
-                    param_set: set.id(),
-                },
-                place: *place,
-                outcome: outcome(place.index, shard),
-            })
-            .unwrap();
-    }
-    let spool = spool.finish().unwrap();
     let subject = Subject {
         grid: &grid,
         shards: &shards,
@@ -91,23 +73,7 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
         .block_on(render_within(&spool, &subject, &out, 4 << 20))
         .unwrap();
 
-    // The naive ranking: every set's mean Sharpe over its successful shards.
-    let mut naive: Vec<(bool, f64, ParamSetId)> = places
-        .iter()
-        .map(|(place, set)| {
-            let outcomes: Vec<CellOutcome> = (0..2).map(|s| outcome(place.index, s)).collect();
-            let ok: Vec<f64> = outcomes
-                .iter()
-                .filter_map(|o| o.as_ref().ok())
-                .map(|m| m.sharpe)
-                .collect();
-            let failed = outcomes.len() - ok.len();
-            let mean = ok.iter().sum::<f64>() / ok.len() as f64;
-            let key = if mean.is_nan() { f64::INFINITY } else { -mean };
-            (failed > 0 || mean.is_nan(), key, set.id())
-        })
-        .collect();
-    naive.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let naive = naive_ranking(&places);
     let expected_ids: Vec<String> = naive.iter().map(|r| r.2.to_string()).collect();
 
     let mut board = csv::Reader::from_path(out.join(LEADERBOARD_CSV)).unwrap();
@@ -136,7 +102,64 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
     assert_eq!((rendered.cells, rendered.failed), (n, failed));
     assert_eq!(rendered.failures.len(), FAILURES_HELD.min(failed));
 
-    // results.csv: grid order, then shard order, each cell once.
+    check_cell_files(&out, &places);
+    let by_set: BTreeMap<_, _> = naive.iter().map(|r| (r.2, r.0)).collect();
+    assert_eq!(by_set.len(), places.len(), "set ids are distinct");
+}
+
+/// A spool of every set's two cells, pushed out of order: a stride coprime with the count
+/// visits each cell once.
+fn scrambled_spool(
+    dir: &std::path::Path,
+    shards: &[Shard],
+    places: &[(SetPlace, ParamSet)],
+) -> Spool {
+    let mut spool = CellSpool::create(dir, shards).unwrap();
+    let n = places.len() * 2;
+    let mut k = 0usize;
+    for _ in 0..n {
+        k = (k + 100_003) % n;
+        let (place, set) = &places[k / 2];
+        let shard = u32::try_from(k % 2).unwrap();
+        spool
+            .push(&FinalCell {
+                key: CellKey {
+                    shard: shards[shard as usize].id(),
+                    param_set: set.id(),
+                },
+                place: *place,
+                outcome: outcome(place.index, shard),
+            })
+            .unwrap();
+    }
+    spool.finish().unwrap()
+}
+
+/// The naive ranking: every set's mean Sharpe over its successful shards, (failed, key, id)
+/// best first.
+fn naive_ranking(places: &[(SetPlace, ParamSet)]) -> Vec<(bool, f64, ParamSetId)> {
+    let mut naive: Vec<(bool, f64, ParamSetId)> = places
+        .iter()
+        .map(|(place, set)| {
+            let outcomes: Vec<CellOutcome> = (0..2).map(|s| outcome(place.index, s)).collect();
+            let ok: Vec<f64> = outcomes
+                .iter()
+                .filter_map(|o| o.as_ref().ok())
+                .map(|m| m.sharpe)
+                .collect();
+            let failed = outcomes.len() - ok.len();
+            let mean = ok.iter().sum::<f64>() / ok.len() as f64;
+            let key = if mean.is_nan() { f64::INFINITY } else { -mean };
+            (failed > 0 || mean.is_nan(), key, set.id())
+        })
+        .collect();
+    naive.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    naive
+}
+
+/// results.csv in grid order, then shard order, each cell once; results.parquet as many rows.
+fn check_cell_files(out: &std::path::Path, places: &[(SetPlace, ParamSet)]) {
+    let n = places.len() * 2;
     let mut cells = csv::Reader::from_path(out.join(RESULTS_CSV)).unwrap();
     let headers = cells.headers().unwrap().clone();
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
@@ -163,6 +186,4 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
             .unwrap();
     let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(rows, n);
-    let by_set: BTreeMap<_, _> = naive.iter().map(|r| (r.2, r.0)).collect();
-    assert_eq!(by_set.len(), places.len(), "set ids are distinct");
 }

@@ -1,0 +1,73 @@
+//! The sweep binary's progress bar (indicatif, on a terminal only), drawn from the progress the
+//! supervisor publishes ([`ProgressFeed`]).
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::progress::ProgressFeed;
+
+/// A bar following a feed until the sweep ends; cleared by [`Bar::clear`] (or when dropped).
+pub(super) struct Bar {
+    bar: Option<ProgressBar>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Bar {
+    /// Follows `feed` on stderr when `wanted` and stderr is a terminal; else draws nothing.
+    pub(super) fn follow(
+        runtime: &tokio::runtime::Runtime,
+        feed: &ProgressFeed,
+        wanted: bool,
+    ) -> Self {
+        if !wanted || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return Self {
+                bar: None,
+                task: None,
+            };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} cells  {per_sec}  ETA {eta}  {msg}",
+            )
+            .expect("valid template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        let mut seen = feed.subscribe();
+        let drawn = bar.clone();
+        let task = runtime.spawn(async move {
+            while seen.changed().await.is_ok() {
+                let p = *seen.borrow_and_update();
+                drawn.set_length(p.total as u64);
+                drawn.set_position(p.done as u64);
+                if p.failed > 0 || p.requeued > 0 {
+                    drawn.set_message(format!("{} failed, {} requeued", p.failed, p.requeued));
+                }
+                if p.ended {
+                    break;
+                }
+            }
+        });
+        Self {
+            bar: Some(bar),
+            task: Some(task),
+        }
+    }
+
+    /// Stops following and clears the bar.
+    pub(super) fn clear(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}

@@ -1,0 +1,305 @@
+//! Status events: what a node tells scripts, operators and tests, as typed JSON lines appended
+//! to a file (`--status-file`), never as log text to be scraped.
+//!
+//! Each line is one [`StatusRecord`]: the time, the node that wrote it, and a [`StatusEvent`]:
+//! `{"at_ms":…,"by_node":"head","event":"node_lost","node":"w1",…}`.
+//!
+//! ```
+//! use gridtest::status::{StatusEvent, StatusLog};
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("status.jsonl");
+//! let log = StatusLog::to_file(&path, "head");
+//! log.emit(StatusEvent::Serving);
+//! let records = gridtest::status::read(&path).unwrap();
+//! assert_eq!(records[0].by_node, "head");
+//! assert_eq!(records[0].event, StatusEvent::Serving);
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sweep::{LedgerStats, NodeStats, SweepId};
+
+/// Something a node did or saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StatusEvent {
+    /// A head listens for nodes on this address.
+    Listening {
+        /// `IP:port` actually bound.
+        addr: String,
+    },
+    /// A head serves submitted sweeps.
+    Serving,
+    /// A worker joined (or joined again) the cluster of this head.
+    Joined {
+        /// The head's node name.
+        head: String,
+    },
+    /// A head refused a connection: it did not authenticate (wrong cookie, a plain node
+    /// facing TLS), or it claimed the name of a connected node.
+    Refused {
+        /// The peer's address.
+        peer: String,
+        /// The name it claimed, if it got that far.
+        claimed: Option<String>,
+        /// Whether that name belongs to a connected node.
+        duplicate: bool,
+    },
+    /// The supervisor lost a node: its session dropped or it fell silent.
+    NodeLost {
+        /// The node.
+        node: String,
+        /// Why (`session closed`, `silent for …`).
+        reason: String,
+        /// Units it held that went back to the queue.
+        requeued: usize,
+    },
+    /// A node thought lost spoke again.
+    NodeBack {
+        /// The node.
+        node: String,
+    },
+    /// A node's scorers run well below the fleet's median speed.
+    NodeSlow {
+        /// The node.
+        node: String,
+        /// Its evaluations per second of scorer time.
+        speed: f64,
+        /// The fleet's median.
+        median: f64,
+    },
+    /// A worker finished draining after SIGTERM.
+    Drained {
+        /// Whether the drain grace ran out and its units were handed back.
+        handed_back: bool,
+    },
+    /// Where a sweep stands (every progress period).
+    Progress {
+        /// Cells final.
+        done: usize,
+        /// Cells in all.
+        total: usize,
+        /// Cells failed.
+        failed: usize,
+    },
+    /// A sweep was cancelled (SIGTERM, SIGINT) and stopped cleanly: its final cells flushed
+    /// to the ledger (when persisted), its lease released.
+    SweepInterrupted {
+        /// The sweep.
+        sweep_id: SweepId,
+        /// Cells final.
+        done: usize,
+        /// Cells in all.
+        total: usize,
+    },
+    /// A sweep finished (every cell final).
+    SweepFinished(Box<SweepSummary>),
+}
+
+/// How a sweep ended, as its head saw it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepSummary {
+    /// The sweep id, when the run had one.
+    pub sweep_id: Option<SweepId>,
+    /// Cells in the sweep.
+    pub cells: usize,
+    /// Cells failed.
+    pub failed: usize,
+    /// Cells computed by this run.
+    pub computed: usize,
+    /// Cells resumed from the persisted ledger.
+    pub resumed: usize,
+    /// Per node.
+    pub nodes: BTreeMap<String, NodeStats>,
+    /// Per GPU scorer.
+    pub gpu_slots: BTreeMap<String, NodeStats>,
+    /// Why the sweep could not be persisted, if it could not.
+    pub persist_failure: Option<String>,
+    /// What the ledger counted: units requeued, speculative copies, duplicate results.
+    pub ledger: LedgerStats,
+}
+
+/// One line of a status file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatusRecord {
+    /// Milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The node that wrote it (events about another node name it in their own `node`).
+    pub by_node: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: StatusEvent,
+}
+
+/// Where a node's status events go: a file, or nowhere (the default). Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct StatusLog {
+    target: Option<Arc<(PathBuf, String)>>,
+}
+
+impl StatusLog {
+    /// Events of `node`, appended to `path` (created if absent).
+    #[must_use]
+    pub fn to_file(path: impl Into<PathBuf>, node: impl Into<String>) -> Self {
+        Self {
+            target: Some(Arc::new((path.into(), node.into()))),
+        }
+    }
+
+    /// The same file, written as another node.
+    #[must_use]
+    pub fn as_node(&self, node: &str) -> Self {
+        Self {
+            target: self
+                .target
+                .as_ref()
+                .map(|t| Arc::new((t.0.clone(), node.to_owned()))),
+        }
+    }
+
+    /// Appends `event` as one line (one `write` call, so lines of concurrent writers do not
+    /// interleave). A file that cannot be written costs a warning, never the run.
+    pub fn emit(&self, event: StatusEvent) {
+        let Some(target) = &self.target else { return };
+        let (path, node) = &**target;
+        let record = StatusRecord {
+            at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            by_node: node.clone(),
+            event,
+        };
+        let mut line = serde_json::to_vec(&record).expect("status records serialise");
+        line.push(b'\n');
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(&line));
+        if let Err(e) = written {
+            tracing::warn!(file = %path.display(), error = %e, "cannot write the status file");
+        }
+    }
+}
+
+/// Reads a status file's records, skipping a last line still being written.
+///
+/// # Errors
+/// The file cannot be read, or a complete line is not a record.
+pub fn read(path: &Path) -> std::io::Result<Vec<StatusRecord>> {
+    let text = std::fs::read_to_string(path)?;
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str(l).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{l}: {e}"))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event survives the file: written as a line, read back equal (no field of the
+    /// record collides with a field of an event).
+    #[test]
+    fn every_event_reads_back_as_written() {
+        let id: SweepId = "0123456789abcdef".parse().unwrap();
+        let mut nodes = BTreeMap::new();
+        nodes.insert(
+            "w1".to_owned(),
+            NodeStats {
+                units: 3,
+                cells: 30,
+                evaluations: 300,
+                busy: std::time::Duration::from_millis(1500),
+                requeued: 1,
+                slow: true,
+            },
+        );
+        let events = vec![
+            StatusEvent::Listening {
+                addr: "127.0.0.1:7000".into(),
+            },
+            StatusEvent::Serving,
+            StatusEvent::Joined {
+                head: "head".into(),
+            },
+            StatusEvent::Refused {
+                peer: "127.0.0.1:5".into(),
+                claimed: Some("w1".into()),
+                duplicate: true,
+            },
+            StatusEvent::NodeLost {
+                node: "w1".into(),
+                reason: "silent".into(),
+                requeued: 2,
+            },
+            StatusEvent::NodeBack { node: "w1".into() },
+            StatusEvent::NodeSlow {
+                node: "w2".into(),
+                speed: 1.5,
+                median: 3.0,
+            },
+            StatusEvent::Drained { handed_back: true },
+            StatusEvent::Progress {
+                done: 1,
+                total: 2,
+                failed: 0,
+            },
+            StatusEvent::SweepInterrupted {
+                sweep_id: id.clone(),
+                done: 1,
+                total: 2,
+            },
+            StatusEvent::SweepFinished(Box::new(SweepSummary {
+                sweep_id: Some(id),
+                cells: 2,
+                failed: 1,
+                computed: 1,
+                resumed: 1,
+                nodes,
+                gpu_slots: BTreeMap::new(),
+                persist_failure: Some("gone".into()),
+                ledger: LedgerStats {
+                    requeued: 1,
+                    ..LedgerStats::default()
+                },
+            })),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("status.jsonl");
+        let log = StatusLog::to_file(&path, "head");
+        for e in &events {
+            log.emit(e.clone());
+        }
+        log.as_node("w9").emit(StatusEvent::Serving);
+        let records = read(&path).unwrap();
+        let read_back: Vec<StatusEvent> = records.iter().map(|r| r.event.clone()).collect();
+        assert_eq!(read_back[..events.len()], events[..]);
+        assert!(records[..events.len()].iter().all(|r| r.by_node == "head"));
+        assert_eq!(records[events.len()].by_node, "w9");
+    }
+
+    #[test]
+    fn a_line_still_being_written_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("status.jsonl");
+        std::fs::write(
+            &path,
+            "{\"at_ms\":1,\"by_node\":\"h\",\"event\":\"serving\"}\n{\"at_ms\":2,",
+        )
+        .unwrap();
+        assert_eq!(read(&path).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,233 @@
+//! The description of a sweep: [`SweepDescription`] (data: what a submission sends, what the
+//! persisted spec and the scorers' context are derived from) and [`Sweep`], its builder with the
+//! strategy resolved.
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+
+use super::SweepError;
+use crate::engine::ExecModel;
+use crate::params::Grid;
+use crate::registry::{StrategyEntry, StrategyError, entry, find_strategy};
+use crate::strategy::RegisteredStrategy;
+
+/// What a sweep is, as data: a registered strategy's name, the grid, the data selection and the
+/// execution model. The one description of a sweep: a [`Sweep`] holds it, a submission sends it
+/// (`SweepRequest`), and the persisted spec (`SweepSpec`, whose hash is the sweep id) and the
+/// scorers' context (`SweepContext`) are derived from it and the dataset's listing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepDescription {
+    /// Registered strategy name.
+    pub strategy: String,
+    /// The grid.
+    pub grid: Grid,
+    /// Dataset root (path, `file://` or `s3://` URL, as the nodes see it).
+    pub data: Option<String>,
+    /// Symbols (all when `None`).
+    pub symbols: Option<Vec<String>>,
+    /// First date.
+    pub from: Option<NaiveDate>,
+    /// Last date.
+    pub to: Option<NaiveDate>,
+    /// Execution model.
+    pub exec: ExecModel,
+}
+
+/// A sweep: a registered strategy, a parameter grid, a dataset with a selection of symbols and
+/// dates, and an execution model.
+///
+/// ```
+/// use gridtest::prelude::*;
+/// # #[derive(Params, Clone, Debug)] struct P { fast: usize, slow: usize }
+/// # struct Sma;
+/// # #[gridtest::strategy(name = "doc_sweep_sma")]
+/// # impl Strategy for Sma {
+/// #     type Params = P; type Feed = Ticks;
+/// #     fn new(_: &P) -> Self { Sma }
+/// #     fn on_data(&mut self, _: &Cursor<'_, Ticks>) -> f64 { 0.0 }
+/// # }
+/// let sweep = Sweep::of::<Sma>()
+///     .grid(Grid::new()
+///         .axis("fast", (5..=100).step_by(5))
+///         .axis("slow", (20..=1000).step_by(20))
+///         .constrain("fast < slow"))
+///     .data("/data/ticks")
+///     .symbols(["S000", "S001"])
+///     .commission_bps(1.0);
+/// assert!(sweep.validate().is_ok());
+/// assert_eq!(sweep.grid_ref().len(), 955);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    strategy: StrategyEntry,
+    description: SweepDescription,
+}
+
+impl Sweep {
+    /// A sweep of strategy `S` with an empty grid and the default execution model.
+    #[must_use]
+    pub fn of<S: RegisteredStrategy>() -> Self {
+        Self::with_entry(entry::<S>())
+    }
+
+    /// A sweep of the strategy registered under `name`.
+    ///
+    /// # Errors
+    /// [`StrategyError`] if no strategy (or more than one) has that name.
+    pub fn named(name: &str) -> Result<Self, StrategyError> {
+        Ok(Self::with_entry(*find_strategy(name)?))
+    }
+
+    fn with_entry(strategy: StrategyEntry) -> Self {
+        Self {
+            strategy,
+            description: SweepDescription {
+                strategy: strategy.name.to_owned(),
+                grid: Grid::new(),
+                data: None,
+                symbols: None,
+                from: None,
+                to: None,
+                exec: ExecModel::default(),
+            },
+        }
+    }
+
+    /// The sweep a description names, its strategy found in this binary's registry.
+    ///
+    /// # Errors
+    /// [`StrategyError`] if no strategy (or more than one) has the description's name.
+    pub fn from_description(description: SweepDescription) -> Result<Self, StrategyError> {
+        Ok(Self {
+            strategy: *find_strategy(&description.strategy)?,
+            description,
+        })
+    }
+
+    /// What this sweep is, as data (what a submission sends).
+    #[must_use]
+    pub fn description(&self) -> &SweepDescription {
+        &self.description
+    }
+
+    /// Sets the grid.
+    #[must_use]
+    pub fn grid(mut self, grid: Grid) -> Self {
+        self.description.grid = grid;
+        self
+    }
+
+    /// Sets the dataset location (path, `file://` or `s3://` URL).
+    #[must_use]
+    pub fn data(mut self, location: impl Into<String>) -> Self {
+        self.description.data = Some(location.into());
+        self
+    }
+
+    /// Restricts to these symbols (default: every symbol of the dataset).
+    #[must_use]
+    pub fn symbols<S: Into<String>>(mut self, symbols: impl IntoIterator<Item = S>) -> Self {
+        self.description.symbols = Some(symbols.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Restricts to dates between `from` and `to`, inclusive (`None`: open end).
+    #[must_use]
+    pub fn dates(mut self, from: Option<NaiveDate>, to: Option<NaiveDate>) -> Self {
+        self.description.from = from;
+        self.description.to = to;
+        self
+    }
+
+    /// Sets the execution model.
+    #[must_use]
+    pub fn exec(mut self, exec: ExecModel) -> Self {
+        self.description.exec = exec;
+        self
+    }
+
+    /// Sets the commission, basis points of traded notional.
+    #[must_use]
+    pub fn commission_bps(mut self, bps: f64) -> Self {
+        self.description.exec.commission_bps = bps;
+        self
+    }
+
+    /// Sets the slippage, basis points of traded notional.
+    #[must_use]
+    pub fn slippage_bps(mut self, bps: f64) -> Self {
+        self.description.exec.slippage_bps = bps;
+        self
+    }
+
+    /// The strategy.
+    #[must_use]
+    pub fn strategy(&self) -> &StrategyEntry {
+        &self.strategy
+    }
+
+    /// The grid.
+    #[must_use]
+    pub fn grid_ref(&self) -> &Grid {
+        &self.description.grid
+    }
+
+    /// The dataset location.
+    #[must_use]
+    pub fn data_location(&self) -> Option<&str> {
+        self.description.data.as_deref()
+    }
+
+    /// The symbol selection.
+    #[must_use]
+    pub fn symbol_selection(&self) -> Option<&[String]> {
+        self.description.symbols.as_deref()
+    }
+
+    /// The date selection.
+    #[must_use]
+    pub fn date_range(&self) -> (Option<NaiveDate>, Option<NaiveDate>) {
+        (self.description.from, self.description.to)
+    }
+
+    /// The execution model.
+    #[must_use]
+    pub fn exec_model(&self) -> &ExecModel {
+        &self.description.exec
+    }
+
+    /// Checks everything that can be checked without reading data, and reports every problem
+    /// at once: the grid against the strategy's parameters (empty grid, unknown axis, type
+    /// mismatch, bad constraint), the execution model, a missing dataset, an empty date range.
+    ///
+    /// # Errors
+    /// [`SweepError::Invalid`] listing the problems.
+    pub fn validate(&self) -> Result<(), SweepError> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.description.grid.check((self.strategy.schema)()) {
+            problems.extend(e.0.iter().map(ToString::to_string));
+        }
+        if let Err(bad) = self.description.exec.validate() {
+            problems.extend(bad);
+        }
+        if self.description.data.is_none() {
+            problems.push("no dataset: set one with .data(…) or --data".to_owned());
+        }
+        if let (Some(f), Some(t)) = (self.description.from, self.description.to)
+            && f > t
+        {
+            problems.push(format!("the date range {f}..{t} is empty"));
+        }
+        if self.description.symbols.as_ref().is_some_and(Vec::is_empty) {
+            problems.push("the symbol list is empty".to_owned());
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(SweepError::Invalid {
+                strategy: self.strategy.name.to_owned(),
+                problems,
+            })
+        }
+    }
+}
