@@ -27,8 +27,14 @@ impl UnitBackend for StandIn {
         (strategy.gpu)().is_some()
     }
 
-    fn telemetry(&self) -> Option<String> {
-        Some("gpu9 1000/2000 MHz 50°C".to_owned())
+    fn telemetry(&self) -> Option<gridtest::sweep::DeviceTelemetry> {
+        Some(gridtest::sweep::DeviceTelemetry {
+            device: "gpu9".to_owned(),
+            sm_clock_mhz: 1000,
+            max_sm_clock_mhz: 2000,
+            temperature_c: 50,
+            throttled: false,
+        })
     }
 
     fn run(

@@ -396,6 +396,11 @@ fn gpu_detection_never_panics_and_says_why_there_is_none() {
         throttled: true,
     };
     assert_eq!(reading.to_string(), "gpu1 1410/1980 MHz 83°C THROTTLED");
+    let typed = reading.reading();
+    assert_eq!(
+        (typed.device.as_str(), typed.sm_clock_mhz, typed.throttled),
+        ("gpu1", 1410, true)
+    );
 }
 
 /// On a machine with a GPU: the kernel itself, against the CPU engine, every cell.

@@ -41,13 +41,13 @@ impl UnitBackend for GpuSlot {
         self.device.multiprocessors() as usize * crate::source::MIN_BLOCK_THREADS as usize
     }
 
-    fn telemetry(&self) -> Option<String> {
+    fn telemetry(&self) -> Option<gridtest::sweep::DeviceTelemetry> {
         // One reading per device, from its first slot.
         if self.index != 0 {
             return None;
         }
         let ordinal = u32::try_from(self.device.info.ordinal).ok()?;
-        crate::telemetry::sample(ordinal).map(|t| t.to_string())
+        crate::telemetry::sample(ordinal).map(crate::telemetry::GpuTelemetry::reading)
     }
 
     fn run(

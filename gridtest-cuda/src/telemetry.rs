@@ -42,6 +42,20 @@ impl std::fmt::Display for GpuTelemetry {
     }
 }
 
+impl GpuTelemetry {
+    /// As the supervisor receives it.
+    #[must_use]
+    pub fn reading(self) -> gridtest::sweep::DeviceTelemetry {
+        gridtest::sweep::DeviceTelemetry {
+            device: format!("gpu{}", self.ordinal),
+            sm_clock_mhz: self.sm_clock_mhz,
+            max_sm_clock_mhz: self.max_sm_clock_mhz,
+            temperature_c: self.temperature_c,
+            throttled: self.throttled,
+        }
+    }
+}
+
 /// Reads device `ordinal`, or `None` without NVML.
 #[must_use]
 pub fn sample(ordinal: u32) -> Option<GpuTelemetry> {

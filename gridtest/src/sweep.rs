@@ -2,6 +2,7 @@
 //! cell ([`Ledger`]), and what comes out ([`SweepResults`], [`Leaderboard`]).
 
 mod description;
+mod device_telemetry;
 mod error;
 mod fleet;
 mod leaderboard;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use description::{Sweep, SweepDescription};
+pub use device_telemetry::DeviceTelemetry;
 pub use error::SweepError;
 pub use fleet::{Fleet, FleetRules, Gate, NodeView, SlowNode};
 pub use leaderboard::{LEADERBOARD_ROWS, LeaderCsv, LeaderRow, Leaderboard};
@@ -30,6 +32,7 @@ pub use node_stats::NodeStats;
 pub use spool::{CellSpool, Spool, SpoolRow};
 pub use sweep_id::SweepId;
 pub use work_unit::{SetSpan, UnitId, WorkUnit, chunk_size};
+pub use worker_id::ScorerKind;
 
 use crate::data::Shard;
 use crate::params::{Grid, ParamSet};

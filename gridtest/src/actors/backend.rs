@@ -12,7 +12,7 @@ use crate::data::ShardData;
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
 use crate::registry::StrategyEntry;
-use crate::sweep::{CellFailure, CellOutcome};
+use crate::sweep::{CellFailure, CellOutcome, DeviceTelemetry};
 
 /// A non-CPU engine slot (one GPU scorer).
 pub trait UnitBackend: Send + Sync + 'static {
@@ -24,7 +24,7 @@ pub trait UnitBackend: Send + Sync + 'static {
 
     /// A short reading of the device (clock, temperature, throttling), shown in the head's
     /// progress view; `None` when there is nothing to show.
-    fn telemetry(&self) -> Option<String> {
+    fn telemetry(&self) -> Option<DeviceTelemetry> {
         None
     }
 

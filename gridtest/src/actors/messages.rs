@@ -15,7 +15,9 @@ use crate::metrics::RankMetric;
 use crate::params::Grid;
 use crate::persist::SweepSpec;
 use crate::strategy::DataKind;
-use crate::sweep::{CellFailure, SetResult, SweepDescription, UnitId, WorkUnit, WorkerId};
+use crate::sweep::{
+    CellFailure, DeviceTelemetry, SetResult, SweepDescription, UnitId, WorkUnit, WorkerId,
+};
 
 /// Process group of sweep coordinators (heads serving submissions).
 pub const COORDINATORS: &str = "coordinators";
@@ -62,13 +64,10 @@ impl From<&SweepSpec> for SweepContext {
 /// A scorer asks for work.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LeaseRequest {
-    /// Who asks.
+    /// Who asks (a GPU scorer gets units only of strategies with device code).
     pub worker: WorkerId,
     /// Shards its node holds in memory (the supervisor prefers those).
     pub cached: Vec<ShardId>,
-    /// Whether it is a GPU scorer (it gets units only of strategies with device code).
-    #[serde(default)]
-    pub gpu: bool,
     /// Only a pending unit, no speculative copy (a GPU scorer adding units to a batch).
     #[serde(default)]
     pub pending_only: bool,
@@ -124,7 +123,7 @@ pub struct NodeStatus {
     pub backends: Vec<String>,
     /// Device readings of its backends (GPU clock, temperature, throttling).
     #[serde(default)]
-    pub telemetry: Vec<String>,
+    pub telemetry: Vec<DeviceTelemetry>,
 }
 
 /// Messages of a sweep supervisor (reachable from every node).

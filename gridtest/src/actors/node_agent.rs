@@ -15,7 +15,7 @@ use crate::actors::messages::{
     AGENTS, NodeAgentMsg, NodeStatus, SCOPE, SUPERVISORS, SupervisorMsg,
 };
 use crate::actors::wire::Wire;
-use crate::sweep::WorkerId;
+use crate::sweep::{ScorerKind, WorkerId};
 
 /// Restarts allowed per scorer slot.
 const MAX_RESTARTS: u32 = 3;
@@ -64,8 +64,13 @@ impl NodeAgent {
             .iter()
             .find(|b| b.slot() == slot)
             .cloned();
+        let kind = if backend.is_some() {
+            ScorerKind::Gpu
+        } else {
+            ScorerKind::Cpu
+        };
         let args = ScorerArgs {
-            worker: WorkerId::new(state.args.node.clone(), slot.clone()),
+            worker: WorkerId::new(state.args.node.clone(), slot.clone()).of_kind(kind),
             loader: state.args.loader.clone(),
             agent: Some(myself.clone()),
             rpc_timeout: state.args.rpc_timeout,
@@ -192,7 +197,12 @@ impl Actor for NodeAgent {
                 let Some(slot) = state.scorers.remove(&cell.get_id()) else {
                     return Ok(());
                 };
-                let worker = WorkerId::new(state.args.node.clone(), slot.clone());
+                let kind = if state.args.backends.iter().any(|b| b.slot() == slot) {
+                    ScorerKind::Gpu
+                } else {
+                    ScorerKind::Cpu
+                };
+                let worker = WorkerId::new(state.args.node.clone(), slot.clone()).of_kind(kind);
                 tracing::error!(%worker, error = %err, "scorer failed; handing its lease back");
                 for sup in
                     ractor::pg::get_scoped_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned())

@@ -112,7 +112,6 @@ impl Actor for Scorer {
                 let request = LeaseRequest {
                     worker: state.args.worker.clone(),
                     cached,
-                    gpu: state.args.backend.is_some(),
                     pending_only: false,
                 };
                 let lease = supervisor
@@ -195,7 +194,6 @@ async fn fill_batch(
         let request = LeaseRequest {
             worker: args.worker.clone(),
             cached: vec![shard.id()],
-            gpu: true,
             pending_only: true,
         };
         let Ok(CallResult::Success(Wire(Some(lease)))) = supervisor

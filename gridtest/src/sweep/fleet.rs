@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use super::device_telemetry::DeviceTelemetry;
 use super::ledger::WorkerId;
 use super::node_stats::NodeStats;
 
@@ -44,7 +45,7 @@ pub struct NodeView {
     /// Whether it asked to stop taking work.
     pub draining: bool,
     /// Its latest device readings (GPU nodes).
-    pub telemetry: Vec<String>,
+    pub telemetry: Vec<DeviceTelemetry>,
     last_seen: Instant,
 }
 
@@ -205,14 +206,19 @@ impl Fleet {
         &mut self,
         node: &str,
         draining: bool,
-        telemetry: Vec<String>,
+        telemetry: Vec<DeviceTelemetry>,
         now: Instant,
     ) -> bool {
         let n = self.node(node, now);
         n.draining = draining;
+        let was_throttled = |device: &str| {
+            n.telemetry
+                .iter()
+                .any(|before| before.device == device && before.throttled)
+        };
         let newly_throttled = telemetry
             .iter()
-            .any(|t| t.contains("THROTTLED") && !n.telemetry.contains(t));
+            .any(|t| t.throttled && !was_throttled(&t.device));
         n.telemetry = telemetry;
         newly_throttled
     }
@@ -357,13 +363,16 @@ mod tests {
         let t0 = Instant::now();
         let mut fleet = Fleet::new(FleetRules::default(), t0);
         fleet.reported(&worker("a", "s0"), 10, 1_000, secs(1), t0);
-        fleet.reported(&worker("a", "gpu0-1"), 5, 4_000, secs(1), t0);
-        fleet.reported(&worker("a", "gpu0-1"), 0, 4_000, secs(1), t0);
+        let gpu = worker("a", "gpu0-1").of_kind(crate::sweep::ScorerKind::Gpu);
+        fleet.reported(&gpu, 5, 4_000, secs(1), t0);
+        fleet.reported(&gpu, 0, 4_000, secs(1), t0);
+        // A slot's name does not make it a GPU scorer: its kind does.
+        fleet.reported(&worker("a", "gpu-named-cpu"), 0, 0, secs(0), t0);
         fleet.requeued("a", 2, t0);
         let a = &fleet.node_stats()["a"];
         assert_eq!(
             (a.units, a.cells, a.evaluations, a.requeued),
-            (3, 15, 9_000, 2)
+            (4, 15, 9_000, 2)
         );
         assert_eq!(a.busy, secs(3));
         let gpu = &fleet.gpu_slots()["a/gpu0-1"];
@@ -413,9 +422,23 @@ mod tests {
     fn throttling_is_reported_when_it_first_appears() {
         let t0 = Instant::now();
         let mut fleet = Fleet::new(FleetRules::default(), t0);
-        let hot = vec!["gpu0 84C 700W THROTTLED".to_owned()];
-        assert!(!fleet.status("a", false, vec!["gpu0 60C".to_owned()], t0));
-        assert!(fleet.status("a", false, hot.clone(), t0));
-        assert!(!fleet.status("a", false, hot, t0), "the same reading again");
+        let reading = |temperature_c, clock, throttled| DeviceTelemetry {
+            device: "gpu0".to_owned(),
+            sm_clock_mhz: clock,
+            max_sm_clock_mhz: 1980,
+            temperature_c,
+            throttled,
+        };
+        assert!(!fleet.status("a", false, vec![reading(60, 1980, false)], t0));
+        assert!(fleet.status("a", false, vec![reading(84, 1410, true)], t0));
+        assert!(
+            !fleet.status("a", false, vec![reading(85, 1395, true)], t0),
+            "still throttled: not news, whatever the clock"
+        );
+        assert!(!fleet.status("a", false, vec![reading(70, 1980, false)], t0));
+        assert!(
+            fleet.status("a", false, vec![reading(84, 1410, true)], t0),
+            "again"
+        );
     }
 }

@@ -101,7 +101,14 @@ impl SupervisorState {
                     if n.telemetry.is_empty() {
                         String::new()
                     } else {
-                        format!("[{}]", n.telemetry.join(", "))
+                        format!(
+                            "[{}]",
+                            n.telemetry
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
                     }
                 )
             })
@@ -136,9 +143,11 @@ impl SupervisorState {
         let now = Instant::now();
         self.seen(&request.worker.node);
         if self.fleet.gate(&request.worker.node, now) == Gate::Wait
-            || !self
-                .fleet
-                .may_lease(&request.worker.node, request.gpu, self.gpu_capable)
+            || !self.fleet.may_lease(
+                &request.worker.node,
+                request.worker.is_gpu(),
+                self.gpu_capable,
+            )
         {
             return None;
         }
