@@ -2,8 +2,9 @@
 //! `sma_crossover` binary on the W1 smoke data (2 symbols × 6 000 ticks) with its grid widened
 //! to each size asked for, and prints, per size, the peak RSS of the whole process (head and
 //! local scorers: the kernel's high-water mark `VmHWM` of the child), when the first results were on
-//! disk (the first ledger segment under the results root), the time spent outside compute
-//! (planning, and building and writing the outputs after the last cell), and the throughput.
+//! disk (the first ledger segment under the results root), the time before compute (listing,
+//! planning, loading), the time after the last cell (the rest of the outputs, the
+//! leaderboard, persisting, exit) against the compute time, and the throughput.
 //!
 //! ```text
 //! cargo run --release -p gridtest-examples --example grid_memory -- --sets 100000,1000000
@@ -57,6 +58,7 @@ struct Figures {
     peak_rss_mib: f64,
     first_on_disk: Option<Duration>,
     wall: Duration,
+    load: Duration,
     compute: Duration,
     evaluations_per_second: f64,
 }
@@ -98,9 +100,17 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// `load 0.01s, compute 12.34s: 1.2e8 …` → (compute, evaluations/s) from the summary line.
-fn summary(stdout: &str) -> Option<(Duration, f64)> {
+/// `(load 0.01s, compute 12.34s: 1.2e8 …` → (load, compute, evaluations/s) from the summary
+/// line.
+fn summary(stdout: &str) -> Option<(Duration, Duration, f64)> {
     let line = stdout.lines().find(|l| l.contains(", compute "))?;
+    let load = line
+        .split("(load ")
+        .nth(1)?
+        .split('s')
+        .next()?
+        .parse()
+        .ok()?;
     let compute = line
         .split(", compute ")
         .nth(1)?
@@ -109,7 +119,11 @@ fn summary(stdout: &str) -> Option<(Duration, f64)> {
         .parse()
         .ok()?;
     let rate = line.split(": ").nth(1)?.split(' ').next()?.parse().ok()?;
-    Some((Duration::from_secs_f64(compute), rate))
+    Some((
+        Duration::from_secs_f64(load),
+        Duration::from_secs_f64(compute),
+        rate,
+    ))
 }
 
 fn run(binary: &Path, args: &Args, sets: u64) -> anyhow::Result<Figures> {
@@ -161,7 +175,7 @@ fn run(binary: &Path, args: &Args, sets: u64) -> anyhow::Result<Figures> {
     let wall = started.elapsed();
     let stdout = reader.join().expect("reader")?;
     ensure!(status.success(), "the sweep failed ({status}):\n{stdout}");
-    let (compute, evaluations_per_second) =
+    let (load, compute, evaluations_per_second) =
         summary(&stdout).with_context(|| format!("no summary line in:\n{stdout}"))?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Figures {
@@ -170,6 +184,7 @@ fn run(binary: &Path, args: &Args, sets: u64) -> anyhow::Result<Figures> {
         peak_rss_mib: peak_kib as f64 / 1024.0,
         first_on_disk,
         wall,
+        load,
         compute,
         evaluations_per_second,
     })
@@ -179,14 +194,14 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let binary = sweep_binary()?;
     println!(
-        "| sets | cells | peak RSS | first results on disk | wall | compute | outside compute | evaluations/s |"
+        "| sets | cells | peak RSS | first results on disk | wall | before compute | compute | after the last cell | evaluations/s |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for &sets in &args.sets {
         let f = run(&binary, &args, sets)?;
-        let outside = f.wall.saturating_sub(f.compute);
+        let after = f.wall.saturating_sub(f.load + f.compute);
         println!(
-            "| {} | {} | {:.0} MiB | {} | {:.1} s | {:.1} s | {:.1} s ({:.0} % of compute) | {:.3e} |",
+            "| {} | {} | {:.0} MiB | {} | {:.1} s | {:.1} s | {:.1} s | {:.1} s ({:.0} % of compute) | {:.3e} |",
             f.sets,
             f.cells,
             f.peak_rss_mib,
@@ -195,9 +210,10 @@ fn main() -> anyhow::Result<()> {
                 |d| format!("{:.1} s", d.as_secs_f64())
             ),
             f.wall.as_secs_f64(),
+            f.load.as_secs_f64(),
             f.compute.as_secs_f64(),
-            outside.as_secs_f64(),
-            100.0 * outside.as_secs_f64() / f.compute.as_secs_f64().max(1e-9),
+            after.as_secs_f64(),
+            100.0 * after.as_secs_f64() / f.compute.as_secs_f64().max(1e-9),
             f.evaluations_per_second,
         );
     }

@@ -27,7 +27,7 @@ use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
     CellKey, CellOutcome, CellSpool, FinalCell, Ledger, ResultParts, RunInfo, Sweep, SweepError,
-    SweepResults, Timings, output,
+    SweepResults, Timings, output, output::OrderedRender,
 };
 
 pub use plan::Plan;
@@ -181,8 +181,12 @@ async fn compute(
     let ledger = Ledger::new(plan.spec.grid.clone(), planned.units)
         .with_resumed(resumed, resumed_failed)
         .with_max_attempts(opts.max_attempts);
-    let (workspace, spool) = open_spool(&plan, planned.resumed)?;
-    let outcome = run_actors(&plan, ledger, log, spool, loader, opts, setup).await?;
+    let Spooled {
+        workspace,
+        spool,
+        render,
+    } = open_spool(&plan, planned.resumed, opts.rank_by)?;
+    let outcome = run_actors(&plan, ledger, log, (spool, render), loader, opts, setup).await?;
     for (name, s) in &outcome.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
@@ -233,16 +237,37 @@ fn summary(results: &SweepResults, resumed: usize) -> SweepSummary {
 
 /// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
 /// from the persisted ledger already in it.
-fn open_spool(plan: &Plan, resumed: Vec<FinalCell>) -> Result<(tempfile::TempDir, CellSpool)> {
+fn open_spool(plan: &Plan, resumed: Vec<FinalCell>, metric: RankMetric) -> Result<Spooled> {
     let workspace = tempfile::Builder::new()
         .prefix("gridtest-sweep-")
         .tempdir()
         .map_err(|e| output_error(&std::env::temp_dir(), e))?;
     let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.spec.shards)?;
+    let subject = output::Subject {
+        grid: &plan.spec.grid,
+        shards: &plan.spec.shards,
+        metric,
+    };
+    let mut render = OrderedRender::start(&subject, &workspace.path().join("out"))?;
     for cell in &resumed {
         spool.push(cell)?;
+        render.offer(cell);
     }
-    Ok((workspace, spool))
+    Ok(Spooled {
+        workspace,
+        spool,
+        render,
+    })
+}
+
+/// Where a sweep's cells go as they become final.
+struct Spooled {
+    /// A private folder for the spool and the outputs.
+    workspace: tempfile::TempDir,
+    /// Every cell, as Parquet parts.
+    spool: CellSpool,
+    /// The output files, written in grid order as cells become final.
+    render: OrderedRender,
 }
 
 /// Renders the outputs from the spool, and persists them under the results root, if any.
@@ -258,12 +283,18 @@ async fn finish(
         .spool
         .map_err(|why| output_error(&workspace.path().join("cells"), why))?;
     let started = std::time::Instant::now();
-    let subject = output::Subject {
-        grid: &plan.spec.grid,
-        shards: &plan.spec.shards,
-        metric: opts.rank_by,
+    let rendered = match outcome.render {
+        // Most cells were written while the sweep computed: the rest, and the leaderboard.
+        Some(render) => render.finish(&spool).await?,
+        None => {
+            let subject = output::Subject {
+                grid: &plan.spec.grid,
+                shards: &plan.spec.shards,
+                metric: opts.rank_by,
+            };
+            output::render(&spool, &subject, &workspace.path().join("out")).await?
+        }
     };
-    let rendered = output::render(&spool, &subject, &workspace.path().join("out")).await?;
     tracing::info!(
         cells = rendered.cells,
         ms = started.elapsed().as_millis() as u64,
@@ -344,7 +375,7 @@ async fn run_actors(
     plan: &Plan,
     ledger: Ledger,
     log: Option<LedgerLog>,
-    spool: CellSpool,
+    (spool, render): (CellSpool, OrderedRender),
     loader: &ActorRef<ShardLoaderMsg>,
     opts: &RunOptions,
     setup: &NodeSetup,
@@ -360,6 +391,7 @@ async fn run_actors(
             context,
             log,
             spool,
+            render: Some(render),
             timing: setup.timing,
             done: done_tx,
             wait_for_nodes: opts.wait_for_nodes,

@@ -17,6 +17,7 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::persist::LedgerLog;
+use crate::sweep::output::OrderedRender;
 use crate::sweep::{CellSpool, FinalCell, Spool};
 
 /// Messages of the [`LedgerWriter`].
@@ -50,6 +51,8 @@ pub struct WriterOutcome {
     pub spool: Result<Spool, String>,
     /// Why some cells could not be persisted to the ledger log, if they could not.
     pub persist_failure: Option<String>,
+    /// The output files as far as they were written during the sweep.
+    pub render: Option<OrderedRender>,
 }
 
 impl WriterOutcome {
@@ -59,6 +62,7 @@ impl WriterOutcome {
         Self {
             spool: Err(why.to_owned()),
             persist_failure: Some(why.to_owned()),
+            render: None,
         }
     }
 }
@@ -76,6 +80,7 @@ pub struct LedgerWriterState {
     log: Option<LedgerLog>,
     every: Duration,
     scheduled: bool,
+    render: Option<OrderedRender>,
 }
 
 /// What the [`LedgerWriter`] starts with.
@@ -87,6 +92,9 @@ pub struct LedgerWriterArgs {
     pub log: Option<LedgerLog>,
     /// The log's flush period.
     pub every: Duration,
+    /// The output files, written in grid order as cells become final (resumed cells offered
+    /// already).
+    pub render: Option<OrderedRender>,
 }
 
 impl LedgerWriterState {
@@ -100,6 +108,9 @@ impl LedgerWriterState {
                 tracing::error!(error = %e, "could not spool cells");
                 self.spool_failure = Some(e.to_string());
                 return;
+            }
+            if let Some(render) = &mut self.render {
+                render.offer(cell);
             }
         }
     }
@@ -128,6 +139,7 @@ impl Actor for LedgerWriter {
             log: args.log,
             every: args.every,
             scheduled: false,
+            render: args.render,
         })
     }
 
@@ -175,6 +187,7 @@ impl Actor for LedgerWriter {
                 let _ = reply.send(WriterOutcome {
                     spool,
                     persist_failure,
+                    render: state.render.take(),
                 });
                 myself.stop(Some("sweep complete".to_owned()));
             }

@@ -35,6 +35,7 @@ use crate::actors::wire::Wire;
 use crate::persist::LedgerLog;
 use crate::progress::{ProgressFeed, SweepProgress};
 use crate::status::StatusLog;
+use crate::sweep::output::OrderedRender;
 use crate::sweep::{CellSpool, Fleet, FleetRules, Ledger, LedgerStats, NodeStats, Spool};
 
 /// How long the end of a sweep waits for the ledger writer's last flush (a remote store
@@ -49,6 +50,8 @@ const SLOW_FRACTION: f64 = 0.5;
 pub struct SupervisorOutcome {
     /// Every final cell (those resumed included), or why they could not be spooled.
     pub spool: Result<Spool, String>,
+    /// The output files as far as they were written during the sweep.
+    pub render: Option<OrderedRender>,
     /// Cells made final by this run (not resumed from a persisted ledger).
     pub computed: usize,
     /// From the first lease to the last result.
@@ -106,6 +109,8 @@ pub struct SupervisorArgs {
     pub log: Option<LedgerLog>,
     /// Where every final cell is spooled (resumed cells already in it).
     pub spool: CellSpool,
+    /// The output files, written as cells become final (resumed cells offered already).
+    pub render: Option<OrderedRender>,
     /// Timing.
     pub timing: SupervisorTiming,
     /// Where the outcome goes.
@@ -154,6 +159,7 @@ impl Supervisor {
             });
             let outcome = SupervisorOutcome {
                 spool: written.spool,
+                render: written.render,
                 computed: state.computed,
                 compute_wall: state.fleet.compute_wall(Instant::now()),
                 nodes: state.fleet.node_stats(),
@@ -225,6 +231,7 @@ impl Actor for Supervisor {
                 spool: args.spool,
                 log: args.log,
                 every: args.timing.heartbeat / 2,
+                render: args.render,
             },
             myself.get_cell(),
         )

@@ -35,7 +35,9 @@ pub(super) fn plan_units(
         evaluations: 0,
         resumed: Vec::new(),
     };
-    for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
+    // (first set index, shard ordinal, unit), ids given once all are ordered.
+    let mut runs: Vec<(u64, usize, WorkUnit)> = Vec::new();
+    for (ordinal, (shard, info)) in plan.spec.shards.iter().zip(&plan.infos).enumerate() {
         let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
         let id = shard.id();
         let done_here = done.keys().filter(|k| k.shard == id).count();
@@ -84,17 +86,32 @@ pub(super) fn plan_units(
         }
         units.extend(run);
         for (first, count) in units {
-            let id = u32::try_from(planned.units.len()).map_err(|_| Error::Config {
+            let unit = WorkUnit {
+                id: UnitId(0),
+                shard: shard.clone(),
+                sets: SetSpan::Run { first, count },
+            };
+            runs.push((first.index, ordinal, unit));
+        }
+    }
+    planned.units = in_grid_order(runs)?;
+    Ok(planned)
+}
+
+/// The units queued in grid order across shards (by first set, then shard), so that cells
+/// become final roughly in the order of the output files, which are then written while the
+/// sweep computes; numbered in that order.
+fn in_grid_order(mut runs: Vec<(u64, usize, WorkUnit)>) -> Result<Vec<WorkUnit>> {
+    runs.sort_by_key(|(first, ordinal, _)| (*first, *ordinal));
+    (0u64..)
+        .zip(runs)
+        .map(|(i, (_, _, mut unit))| {
+            unit.id = UnitId(u32::try_from(i).map_err(|_| Error::Config {
                 problems: vec![
                     "the sweep needs more than 2^32 work units: raise --unit-evals".to_owned(),
                 ],
-            })?;
-            planned.units.push(WorkUnit {
-                id: UnitId(id),
-                shard: shard.clone(),
-                sets: SetSpan::Run { first, count },
-            });
-        }
-    }
-    Ok(planned)
+            })?);
+            Ok(unit)
+        })
+        .collect()
 }

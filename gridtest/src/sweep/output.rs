@@ -6,6 +6,9 @@
 
 mod board;
 mod cells;
+mod ordered;
+
+pub use ordered::{ORDERED_BUFFER, OrderedRender};
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -14,7 +17,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext, col};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext, col, lit};
 use futures::StreamExt;
 use object_store::ObjectStore;
 use object_store::buffered::BufWriter as StoreWriter;
@@ -101,14 +104,25 @@ async fn render_within(
     dir: &Path,
     sort_memory: usize,
 ) -> Result<Rendered, SweepError> {
-    std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
-    let board_dir = dir.join(".board");
-    let mut pass = Pass::new(subject, dir, &board_dir)?;
-    let by = ["set_index", "shard"];
-    let mut stream = sorted(spool.dir(), spool.rows(), &by, sort_memory).await?;
-    while let Some(batch) = next_batch(&mut stream, spool.dir()).await? {
-        for row in decode(&batch).map_err(|e| output_error(spool.dir(), e))? {
-            pass.cell(row)?;
+    let pass = Pass::new(subject, dir)?;
+    conclude(pass, spool, (0, 0), sort_memory).await
+}
+
+/// Passes the cells of `spool` from `from` (set index, shard ordinal) on in grid order, then
+/// writes the leaderboard: what [`OrderedRender`] leaves to the end, or the whole rendering.
+async fn conclude(
+    mut pass: Pass,
+    spool: &Spool,
+    from: (u64, u32),
+    sort_memory: usize,
+) -> Result<Rendered, SweepError> {
+    if (pass.rendered.cells as u64) < spool.rows() {
+        let by = ["set_index", "shard"];
+        let mut stream = sorted(spool.dir(), spool.rows(), &by, sort_memory, Some(from)).await?;
+        while let Some(batch) = next_batch(&mut stream, spool.dir()).await? {
+            for row in decode(&batch).map_err(|e| output_error(spool.dir(), e))? {
+                pass.cell(row)?;
+            }
         }
     }
     pass.close_set()?;
@@ -118,6 +132,7 @@ async fn render_within(
         cells,
         board,
         best,
+        board_dir,
         mut rendered,
         ..
     } = pass;
@@ -127,7 +142,13 @@ async fn render_within(
         rows: board.finish()?,
         memory: sort_memory,
     };
-    write_leaderboard(&board, &expander, &axes, &dir.join(LEADERBOARD_CSV)).await?;
+    write_leaderboard(
+        &board,
+        &expander,
+        &axes,
+        &rendered.dir.join(LEADERBOARD_CSV),
+    )
+    .await?;
     let _ = std::fs::remove_dir_all(&board_dir);
     rendered.leaderboard = best.into_leaderboard(axes);
     Ok(rendered)
@@ -144,27 +165,34 @@ struct OpenSet {
 }
 
 /// One pass over the cells in grid order: each is written out, and each set's figures summed.
-struct Pass<'a> {
-    subject: &'a Subject<'a>,
+struct Pass {
+    metric: RankMetric,
+    shards: Vec<Shard>,
     axes: Vec<String>,
     expander: SetExpander,
     shard_texts: Vec<ShardText>,
     cells: CellWriter,
     board: BoardSpool,
     best: BestRows,
+    board_dir: PathBuf,
     rendered: Rendered,
     open: Option<OpenSet>,
 }
 
-impl<'a> Pass<'a> {
-    fn new(subject: &'a Subject<'a>, dir: &Path, board_dir: &Path) -> Result<Self, SweepError> {
+impl Pass {
+    /// A pass writing into `dir` (created), with its per-set rows spooled in `dir/.board`.
+    fn new(subject: &Subject<'_>, dir: &Path) -> Result<Self, SweepError> {
+        std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
+        let board_dir = dir.join(".board");
         let axes: Vec<String> = subject.grid.axes().iter().map(|a| a.name.clone()).collect();
         Ok(Self {
-            subject,
+            metric: subject.metric,
+            shards: subject.shards.to_vec(),
             expander: subject.grid.expander(),
             shard_texts: subject.shards.iter().map(ShardText::new).collect(),
             cells: CellWriter::create(dir, subject.grid)?,
-            board: BoardSpool::create(board_dir, subject.metric)?,
+            board: BoardSpool::create(&board_dir, subject.metric)?,
+            board_dir,
             best: BestRows::new(subject.metric, LEADERBOARD_ROWS),
             rendered: Rendered {
                 dir: dir.to_owned(),
@@ -209,10 +237,9 @@ impl<'a> Pass<'a> {
             });
         }
         let open = self.open.as_mut().expect("opened just above");
-        open.tally
-            .add(row.outcome.as_ref().ok(), self.subject.metric);
+        open.tally.add(row.outcome.as_ref().ok(), self.metric);
         let (Some(shard), Some(text)) = (
-            self.subject.shards.get(row.shard as usize),
+            self.shards.get(row.shard as usize),
             self.shard_texts.get(row.shard as usize),
         ) else {
             return Err(corrupt(format!("no shard {}", row.shard)));
@@ -240,12 +267,14 @@ impl<'a> Pass<'a> {
 }
 
 /// The Parquet files of `dir` sorted by `by` (ascending), through DataFusion with at most
-/// `memory` bytes in memory (it spills to disk past that); `None` when there are no rows.
+/// `memory` bytes in memory (it spills to disk past that); `None` when there are no rows. With
+/// `from` (a set index and a shard ordinal), only the cells from there on.
 pub(crate) async fn sorted(
     dir: &Path,
     rows: u64,
     by: &[&str],
     memory: usize,
+    from: Option<(u64, u32)>,
 ) -> Result<Option<SendableRecordBatchStream>, SweepError> {
     if rows == 0 {
         return Ok(None);
@@ -263,10 +292,17 @@ pub(crate) async fn sorted(
         .with_sort_spill_reservation_bytes(memory / 4);
     let ctx = SessionContext::new_with_config_rt(config, runtime);
     let url = format!("{}/", dir.display());
-    let frame = ctx
+    let mut frame = ctx
         .read_parquet(url, ParquetReadOptions::default())
         .await
-        .map_err(|e| fail(&e))?
+        .map_err(|e| fail(&e))?;
+    if let Some((set, shard)) = from.filter(|f| *f != (0, 0)) {
+        let later = col("set_index").gt(lit(set)).or(col("set_index")
+            .eq(lit(set))
+            .and(col("shard").gt_eq(lit(shard))));
+        frame = frame.filter(later).map_err(|e| fail(&e))?;
+    }
+    let frame = frame
         .sort(by.iter().map(|c| col(*c).sort(true, false)).collect())
         .map_err(|e| fail(&e))?;
     frame.execute_stream().await.map(Some).map_err(|e| fail(&e))

@@ -163,7 +163,7 @@ pub(super) async fn write_leaderboard(
     let file = File::create(path).map_err(|e| output_error(path, e))?;
     let mut out = LeaderCsv::new(BufWriter::new(file), axes).map_err(|e| output_error(path, e))?;
     let by = ["incomplete", "key", "param_set_id"];
-    let mut stream = sorted(dir, board.rows, &by, board.memory).await?;
+    let mut stream = sorted(dir, board.rows, &by, board.memory, None).await?;
     let mut rank = 0;
     while let Some(batch) = next_batch(&mut stream, dir).await? {
         let u64s = |name: &str| {

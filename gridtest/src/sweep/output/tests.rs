@@ -187,3 +187,95 @@ fn check_cell_files(out: &std::path::Path, places: &[(SetPlace, ParamSet)]) {
     let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(rows, n);
 }
+
+/// Every cell of `places` on both shards, in the order cells arrive from units of 500 sets
+/// queued in grid order: unit by unit (both shards of a span, the second shard's unit first),
+/// each unit's cells reversed, and the first shard's unit of span 3 a straggler that comes
+/// last.
+fn unit_order(shards: &[Shard], places: &[(SetPlace, ParamSet)]) -> Vec<FinalCell> {
+    let unit = |span: &[(SetPlace, ParamSet)], shard: u32| -> Vec<FinalCell> {
+        span.iter()
+            .rev()
+            .map(|(place, set)| FinalCell {
+                key: CellKey {
+                    shard: shards[shard as usize].id(),
+                    param_set: set.id(),
+                },
+                place: *place,
+                outcome: outcome(place.index, shard),
+            })
+            .collect()
+    };
+    let mut cells = Vec::new();
+    let mut straggler = Vec::new();
+    for (i, span) in places.chunks(500).enumerate() {
+        cells.extend(unit(span, 1));
+        if i == 3 {
+            straggler = unit(span, 0);
+        } else {
+            cells.extend(unit(span, 0));
+        }
+    }
+    cells.extend(straggler);
+    cells
+}
+
+#[test]
+fn outputs_written_during_the_sweep_equal_those_rendered_at_the_end() {
+    let grid = Grid::new()
+        .axis("a", 0..120i64)
+        .axis("b", 0..100i64)
+        .constrain("b > 0");
+    let shards = shards();
+    let places: Vec<(SetPlace, ParamSet)> = (0u64..)
+        .zip(grid.slice(0..grid.product_len() as u64))
+        .map(|(index, (position, set))| (SetPlace { index, position }, set))
+        .collect();
+    let subject = Subject {
+        grid: &grid,
+        shards: &shards,
+        metric: RankMetric::Sharpe,
+    };
+    let work = tempfile::tempdir().unwrap();
+    let cells = unit_order(&shards, &places);
+    let mut spool = CellSpool::create(&work.path().join("cells"), &shards).unwrap();
+    for cell in &cells {
+        spool.push(cell).unwrap();
+    }
+    let spool = spool.finish().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let at_end = work.path().join("at-end");
+    let reference = runtime.block_on(render(&spool, &subject, &at_end)).unwrap();
+    let file = |dir: &std::path::Path, name: &str| std::fs::read(dir.join(name)).unwrap();
+    // A buffer that holds every cell behind the straggler: everything is written on the fly.
+    // One that does not: streaming stops at the straggler, and the end sorts the rest from
+    // there.
+    for (cap, all_streamed) in [(1 << 20, true), (5_000, false)] {
+        let dir = work.path().join(format!("ordered-{cap}"));
+        let mut ordered = ordered::with_buffer(&subject, &dir, cap).unwrap();
+        for cell in &cells {
+            ordered.offer(cell);
+        }
+        assert_eq!(ordered.passed() == cells.len(), all_streamed, "cap {cap}");
+        assert!(
+            ordered.passed() > 0,
+            "cap {cap}: the first units pass at once"
+        );
+        let rendered = runtime.block_on(ordered.finish(&spool)).unwrap();
+        for name in OUTPUT_FILES {
+            assert!(
+                file(&dir, name) == file(&at_end, name),
+                "cap {cap}: {name} differs from the one rendered at the end"
+            );
+        }
+        assert_eq!(
+            (rendered.cells, rendered.failed),
+            (reference.cells, reference.failed)
+        );
+        assert_eq!(rendered.failures.len(), reference.failures.len());
+        assert_eq!(rendered.leaderboard.rows, reference.leaderboard.rows);
+    }
+}
