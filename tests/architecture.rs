@@ -255,3 +255,42 @@ fn the_size_check_measures_functions() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0], (4, 5, "b".to_owned()));
 }
+
+#[test]
+fn the_library_core_prints_nothing() {
+    // Printing belongs to the binary-facing layers (`submit`, `run`, the binary); below them,
+    // what a run has to say goes through tracing, typed status events or return values.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gridtest/src");
+    let first_printing = layer_of("submit").unwrap();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut printing = Vec::new();
+    for file in &files {
+        let module = module_of(&src, file);
+        if layer_of(&module).is_none_or(|l| l >= first_printing) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            if ["println!(", "eprintln!(", "print!(", "eprint!(", "dbg!("]
+                .iter()
+                .any(|m| code.contains(m))
+            {
+                printing.push(format!(
+                    "{}:{}: {code}",
+                    file.strip_prefix(&src).unwrap().display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        printing.is_empty(),
+        "prints below the binary layers:\n{}",
+        printing.join("\n")
+    );
+}

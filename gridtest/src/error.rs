@@ -217,24 +217,5 @@ impl Error {
     }
 }
 
-/// Ends a sweep binary: `SUCCESS` for `Ok`, else prints `error: …` (the readable form) to
-/// stderr and returns the error's documented exit status.
-///
-/// ```no_run
-/// # fn sweep() -> gridtest::Sweep { unimplemented!() }
-/// fn main() -> std::process::ExitCode {
-///     gridtest::exit_status(gridtest::main(sweep()))
-/// }
-/// ```
-pub fn exit_status<T>(result: Result<T>) -> std::process::ExitCode {
-    match result {
-        Ok(_) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::from(e.exit_code())
-        }
-    }
-}
-
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -91,7 +91,7 @@ pub mod sweep;
 pub mod transport;
 
 pub use engine::ExecModel;
-pub use error::{Error, Result, exit, exit_status};
+pub use error::{Error, Result, exit};
 pub use execute::{RunOptions, run_sweep};
 pub use gridtest_macros::{Params, strategy};
 pub use metrics::{Metrics, RankMetric};
@@ -99,7 +99,7 @@ pub use params::{
     CmpOp, Constraint, Grid, GridError, Operand, ParamError, ParamKind, ParamSet, ParamSetId,
     ParamValue, Params,
 };
-pub use run::{RunArgs, SweepReport, run};
+pub use run::{RunArgs, SweepReport, exit_status, run};
 pub use strategy::{
     Bars, Cursor, DataKind, Feed, GpuCode, RegisteredStrategy, Strategy, Ticks, pack_numeric,
 };

@@ -267,6 +267,25 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     outcome(report, args.allow_failed_cells).map(Some)
 }
 
+/// Ends a sweep binary: `SUCCESS` for `Ok`, else prints `error: …` (the readable form) to
+/// stderr and returns the error's documented exit status.
+///
+/// ```no_run
+/// # fn sweep() -> gridtest::Sweep { unimplemented!() }
+/// fn main() -> std::process::ExitCode {
+///     gridtest::exit_status(gridtest::main(sweep()))
+/// }
+/// ```
+pub fn exit_status<T>(result: Result<T>) -> std::process::ExitCode {
+    match result {
+        Ok(_) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(e.exit_code())
+        }
+    }
+}
+
 /// SIGTERM or SIGINT cancels the run: the sweep stops cleanly (its ledger flushed, its lease
 /// released) and the process exits with [`crate::exit::INTERRUPTED`]; a second signal exits at
 /// once.
