@@ -43,18 +43,24 @@ fn outcome(index: u64, shard: u32) -> CellOutcome {
     })
 }
 
-#[test]
-fn outputs_match_a_naive_ranking_with_spilling_sorts() {
-    // 400 × 300 positions, `b > 0` keeps 119 600 sets: 239 200 cells over two shards.
+/// The grid `a` in `0..a`, `b` in `1..b`, and each of its sets with its place.
+fn grid_and_places(a: i64, b: i64) -> (Grid, Vec<(SetPlace, ParamSet)>) {
     let grid = Grid::new()
-        .axis("a", 0..400i64)
-        .axis("b", 0..300i64)
+        .axis("a", 0..a)
+        .axis("b", 0..b)
         .constrain("b > 0");
-    let shards = shards();
-    let places: Vec<(SetPlace, ParamSet)> = (0u64..)
+    let places = (0u64..)
         .zip(grid.slice(0..grid.product_len() as u64))
         .map(|(index, (position, set))| (SetPlace { index, position }, set))
         .collect();
+    (grid, places)
+}
+
+#[test]
+fn outputs_match_a_naive_ranking_with_spilling_sorts() {
+    // 400 × 300 positions, `b > 0` keeps 119 600 sets: 239 200 cells over two shards.
+    let (grid, places) = grid_and_places(400, 300);
+    let shards = shards();
     let work = tempfile::tempdir().unwrap();
     let spool = scrambled_spool(&work.path().join("cells"), &shards, &places);
     let n = places.len() * 2;
@@ -222,15 +228,8 @@ fn unit_order(shards: &[Shard], places: &[(SetPlace, ParamSet)]) -> Vec<FinalCel
 
 #[test]
 fn outputs_written_during_the_sweep_equal_those_rendered_at_the_end() {
-    let grid = Grid::new()
-        .axis("a", 0..120i64)
-        .axis("b", 0..100i64)
-        .constrain("b > 0");
+    let (grid, places) = grid_and_places(120, 100);
     let shards = shards();
-    let places: Vec<(SetPlace, ParamSet)> = (0u64..)
-        .zip(grid.slice(0..grid.product_len() as u64))
-        .map(|(index, (position, set))| (SetPlace { index, position }, set))
-        .collect();
     let subject = Subject {
         grid: &grid,
         shards: &shards,
