@@ -75,7 +75,7 @@ pub struct RunArgs {
     /// file as JSON lines, for scripts and tests (see `gridtest::status`).
     #[arg(long, env = "GRIDTEST_STATUS_FILE", value_name = "PATH")]
     pub status_file: Option<PathBuf>,
-    /// Progress log period when no bar is drawn, ms.
+    /// Period of the progress log line and `progress` status event, ms.
     #[arg(long, env = "GRIDTEST_PROGRESS_MS", default_value_t = 5000)]
     pub progress_ms: u64,
     /// Attempts a failing cell gets before its failure is final.
