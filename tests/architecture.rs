@@ -8,7 +8,14 @@ use std::path::{Path, PathBuf};
 /// Layers, lowest first. A module may use modules of lower layers only.
 const LAYERS: &[&[&str]] = &[
     // Vocabulary with no dependencies inside the crate.
-    &["params", "metrics", "storage", "indicators", "progress"],
+    &[
+        "params",
+        "metrics",
+        "storage",
+        "indicators",
+        "progress",
+        "research",
+    ],
     // The strategy contract (what a researcher implements).
     &["strategy"],
     // Market data: datasets, layout, shards, loading.

@@ -15,6 +15,7 @@ mod macros;
 mod panics;
 mod registry;
 mod replay;
+mod research;
 mod s3;
 mod streaming;
 mod submit;

@@ -15,6 +15,7 @@ mod load;
 mod shard;
 pub mod synth;
 
+pub(crate) use columns::NS_PER_DAY;
 pub use columns::{FeedBatch, FileInfo, ShardData, ShardInfo};
 pub use dataset::{DataPlan, Dataset};
 pub use error::{DataError, Result};

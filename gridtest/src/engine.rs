@@ -15,12 +15,14 @@
 
 mod account;
 mod cell;
+mod day_returns;
 mod exec_model;
 mod kernel;
 mod panic_capture;
 mod raw;
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
+pub use day_returns::DayReturns;
 pub use exec_model::{EXEC_MODEL_VERSION, ExecModel};
 pub use kernel::TILE;
 pub use raw::RawAccount;
@@ -73,6 +75,94 @@ pub fn run_chunk<S: Strategy>(
     })
 }
 
+/// [`run_chunk`] that also records each cell's return per day ([`DayReturns`]). The metrics are
+/// bit for bit those of [`run_chunk`]; the lanes stop at each day's end to note their equity, so
+/// the cost is one call per lane per day.
+///
+/// ```
+/// use gridtest::prelude::*;
+/// use gridtest::{ExecModel, data::{Shard, ShardData}, engine::run_chunk_recording};
+///
+/// #[derive(Params, Clone, Debug)]
+/// struct P { hold: bool }
+/// struct Long;
+/// #[gridtest::strategy(name = "doc_long_by_day")]
+/// impl Strategy for Long {
+///     type Params = P;
+///     type Feed = Ticks;
+///     fn new(_: &P) -> Self { Long }
+///     fn on_data(&mut self, _: &Cursor<'_, Ticks>) -> f64 { 1.0 }
+/// }
+///
+/// const DAY: i64 = 86_400_000_000_000;
+/// let shard = Shard::new("DEMO", "1970-01-01".parse()?, "1970-01-02".parse()?);
+/// let data = ShardData::from_ticks(
+///     shard, vec![1, 2, DAY + 1, DAY + 2], vec![100.0, 101.0, 102.0, 99.0], vec![1.0; 4], 2)?;
+/// let sets = [ParamSet::new([("hold", ParamValue::Bool(true))])];
+/// let exec = ExecModel::default().with_commission_bps(0.0);
+/// let (cells, days) = run_chunk_recording::<Long>(&data, &sets, &exec);
+/// assert_eq!(days.days.len(), 2);
+/// let r = &days.per_set[0];
+/// // day 1: bought at 101, equity 1; day 2: 101 → 99
+/// assert_eq!(r[0], 0.0);
+/// assert!((r[1] - (99.0 / 101.0 - 1.0)).abs() < 1e-15);
+/// let total = (1.0 + r[0]) * (1.0 + r[1]) - 1.0;
+/// assert!((total - cells[0].as_ref().unwrap().total_return).abs() < 1e-15);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub fn run_chunk_recording<S: Strategy>(
+    data: &ShardData,
+    sets: &[ParamSet],
+    exec: &ExecModel,
+) -> (Vec<CellOutcome>, DayReturns) {
+    let mut batches = data.batches().iter().cloned().map(Ok);
+    let shard = data.shard().id();
+    run_source_recording::<S>(&mut batches, data.kind(), data.n_days(), sets, exec).unwrap_or_else(
+        |e| {
+            let failure = CellFailure::new(FailureKind::Data, format!("shard {shard}: {e}"));
+            let cells = sets.iter().map(|_| Err(failure.clone())).collect();
+            let per_set = sets.iter().map(|_| Vec::new()).collect();
+            (
+                cells,
+                DayReturns {
+                    days: Vec::new(),
+                    per_set,
+                },
+            )
+        },
+    )
+}
+
+/// [`run_source`] that also records each cell's return per day (see [`run_chunk_recording`]).
+///
+/// # Errors
+/// As [`run_source`].
+pub fn run_source_recording<S: Strategy>(
+    source: &mut dyn Iterator<Item = Result<FeedBatch, DataError>>,
+    kind: DataKind,
+    n_days: u32,
+    sets: &[ParamSet],
+    exec: &ExecModel,
+) -> Result<(Vec<CellOutcome>, DayReturns), DataError> {
+    let Some(mut kernel) = kernel_for::<S>(kind, sets, exec) else {
+        let cells = kind_mismatch::<S>(kind, sets);
+        let per_set = sets.iter().map(|_| Vec::new()).collect();
+        return Ok((
+            cells,
+            DayReturns {
+                days: Vec::new(),
+                per_set,
+            },
+        ));
+    };
+    kernel = kernel.recording_days();
+    for batch in source {
+        kernel.feed(&batch?);
+    }
+    Ok(kernel.finish_recorded(n_days))
+}
+
 /// Runs each parameter set over the batches `source` yields, in order, with strategy `S`: the
 /// streaming form of [`run_chunk`], for shards too large to keep in memory. `n_days` is the
 /// number of distinct dates, for annualisation.
@@ -87,19 +177,32 @@ pub fn run_source<S: Strategy>(
     sets: &[ParamSet],
     exec: &ExecModel,
 ) -> Result<Vec<CellOutcome>, DataError> {
-    if kind != <S::Feed as Feed>::KIND {
-        let failure = CellFailure::new(
-            FailureKind::Data,
-            format!(
-                "the data holds {kind} but the strategy consumes {}",
-                <S::Feed as Feed>::KIND
-            ),
-        );
-        return Ok(sets.iter().map(|_| Err(failure.clone())).collect());
-    }
-    let mut kernel = kernel::Kernel::<S>::new(sets, exec);
+    let Some(mut kernel) = kernel_for::<S>(kind, sets, exec) else {
+        return Ok(kind_mismatch::<S>(kind, sets));
+    };
     for batch in source {
         kernel.feed(&batch?);
     }
     Ok(kernel.finish(n_days))
+}
+
+/// The kernel for `sets`, unless the data is not of the strategy's kind.
+fn kernel_for<S: Strategy>(
+    kind: DataKind,
+    sets: &[ParamSet],
+    exec: &ExecModel,
+) -> Option<kernel::Kernel<S>> {
+    (kind == <S::Feed as Feed>::KIND).then(|| kernel::Kernel::<S>::new(sets, exec))
+}
+
+/// Every cell failed because the data holds `kind`, not what `S` consumes.
+fn kind_mismatch<S: Strategy>(kind: DataKind, sets: &[ParamSet]) -> Vec<CellOutcome> {
+    let failure = CellFailure::new(
+        FailureKind::Data,
+        format!(
+            "the data holds {kind} but the strategy consumes {}",
+            <S::Feed as Feed>::KIND
+        ),
+    );
+    sets.iter().map(|_| Err(failure.clone())).collect()
 }

@@ -4,6 +4,8 @@
 //! call [`execute`] with their own [`NodeSetup`].
 
 mod plan;
+mod research;
+mod spooled;
 mod units;
 
 use std::collections::BTreeMap;
@@ -26,12 +28,14 @@ use crate::progress::ProgressFeed;
 use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
-    CellKey, CellOutcome, CellSpool, FinalCell, Ledger, ResultParts, RunInfo, Sweep, SweepError,
+    CellKey, CellOutcome, CellSpool, Ledger, ResultParts, ReturnsBook, RunInfo, Sweep, SweepError,
     SweepResults, Timings, output, output::OrderedRender,
 };
 
 pub use plan::Plan;
 pub(crate) use plan::plan;
+pub use research::{DEFAULT_RETURNS_MB, ReturnsOptions};
+use spooled::{Spooled, open_spool};
 
 /// Default shard-cache budget per node, MiB.
 pub const DEFAULT_CACHE_MB: u64 = 512;
@@ -68,6 +72,8 @@ pub struct RunOptions {
     pub backends: Option<BackendSettings>,
     /// Leaderboard metric (for the persisted leaderboard).
     pub rank_by: RankMetric,
+    /// Daily returns: recorded for the research report (DSR, PBO, walk-forward), and written.
+    pub returns: ReturnsOptions,
     /// Where this node's status events go (`--status-file`; nowhere by default).
     pub status: StatusLog,
     /// Stops a running sweep cleanly when cancelled: the ledger flushed, the sweep's lease
@@ -89,6 +95,7 @@ impl Default for RunOptions {
             wait_for_nodes: 0,
             backends: None,
             rank_by: RankMetric::Sharpe,
+            returns: ReturnsOptions::default(),
             status: StatusLog::default(),
             cancel: CancellationToken::new(),
         }
@@ -186,7 +193,19 @@ async fn compute(
         spool,
         render,
     } = open_spool(&plan, planned.resumed, opts.rank_by)?;
-    let outcome = run_actors(&plan, ledger, log, (spool, render), loader, opts, setup).await?;
+    let book = research::open_book(&plan, &opts.returns)
+        .inspect_err(|why| tracing::info!(why = %why, "no research report"))
+        .ok();
+    let outcome = run_actors(
+        &plan,
+        ledger,
+        log,
+        (spool, render, book),
+        loader,
+        opts,
+        setup,
+    )
+    .await?;
     for (name, s) in &outcome.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
@@ -235,41 +254,6 @@ fn summary(results: &SweepResults, resumed: usize) -> SweepSummary {
     }
 }
 
-/// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
-/// from the persisted ledger already in it.
-fn open_spool(plan: &Plan, resumed: Vec<FinalCell>, metric: RankMetric) -> Result<Spooled> {
-    let workspace = tempfile::Builder::new()
-        .prefix("gridtest-sweep-")
-        .tempdir()
-        .map_err(|e| output_error(&std::env::temp_dir(), e))?;
-    let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.spec.shards)?;
-    let subject = output::Subject {
-        grid: &plan.spec.grid,
-        shards: &plan.spec.shards,
-        metric,
-    };
-    let mut render = OrderedRender::start(&subject, &workspace.path().join("out"))?;
-    for cell in &resumed {
-        spool.push(cell)?;
-        render.offer(cell);
-    }
-    Ok(Spooled {
-        workspace,
-        spool,
-        render,
-    })
-}
-
-/// Where a sweep's cells go as they become final.
-struct Spooled {
-    /// A private folder for the spool and the outputs.
-    workspace: tempfile::TempDir,
-    /// Every cell, as Parquet parts.
-    spool: CellSpool,
-    /// The output files, written in grid order as cells become final.
-    render: OrderedRender,
-}
-
 /// Renders the outputs from the spool, and persists them under the results root, if any.
 async fn finish(
     plan: Plan,
@@ -300,6 +284,10 @@ async fn finish(
         ms = started.elapsed().as_millis() as u64,
         "outputs rendered"
     );
+    let research = match outcome.returns {
+        Some(book) => Some(research::conclude(book, &plan, &opts.returns, &rendered.dir).await?),
+        None => None,
+    };
     let sweep_id = plan.spec.id();
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,
@@ -319,6 +307,9 @@ async fn finish(
         persist_failure: outcome.persist_failure,
         ledger: outcome.ledger,
     });
+    if let Some(report) = research {
+        results = results.with_research(report);
+    }
     if let Some(root) = &opts.results {
         persist_results(&mut results, root).await;
     }
@@ -375,13 +366,16 @@ async fn run_actors(
     plan: &Plan,
     ledger: Ledger,
     log: Option<LedgerLog>,
-    (spool, render): (CellSpool, OrderedRender),
+    (spool, render, returns): (CellSpool, OrderedRender, Option<ReturnsBook>),
     loader: &ActorRef<ShardLoaderMsg>,
     opts: &RunOptions,
     setup: &NodeSetup,
 ) -> Result<SupervisorOutcome> {
     let (done_tx, done_rx) = oneshot::channel();
-    let context = SweepContext::from(&plan.spec);
+    let context = SweepContext {
+        record_days: returns.is_some(),
+        ..SweepContext::from(&plan.spec)
+    };
     let (supervisor, supervisor_task) = Actor::spawn(
         None,
         Supervisor,
@@ -392,6 +386,7 @@ async fn run_actors(
             log,
             spool,
             render: Some(render),
+            returns,
             timing: setup.timing,
             done: done_tx,
             wait_for_nodes: opts.wait_for_nodes,

@@ -82,6 +82,7 @@ pub mod prelude;
 pub mod progress;
 pub mod registry;
 pub mod replay;
+pub mod research;
 pub mod run;
 pub mod status;
 pub mod storage;
@@ -92,7 +93,7 @@ pub mod transport;
 
 pub use engine::ExecModel;
 pub use error::{Error, Result, exit};
-pub use execute::{RunOptions, run_sweep};
+pub use execute::{ReturnsOptions, RunOptions, run_sweep};
 pub use gridtest_macros::{Params, strategy};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{

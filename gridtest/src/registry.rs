@@ -9,8 +9,7 @@ use std::any::type_name;
 use linkme::distributed_slice;
 
 use crate::data::{DataError, FeedBatch, ShardData};
-use crate::engine::CellOutcome;
-use crate::engine::{self, ExecModel};
+use crate::engine::{self, CellOutcome, DayReturns, ExecModel};
 use crate::params::{ParamField, ParamSet, Params};
 use crate::strategy::{DataKind, Feed, RegisteredStrategy, Strategy};
 
@@ -26,6 +25,19 @@ pub type RunSource = fn(
     &[ParamSet],
     &ExecModel,
 ) -> Result<Vec<CellOutcome>, DataError>;
+
+/// [`RunChunk`] that also records each cell's daily returns (see [`engine::run_chunk_recording`]).
+pub type RunChunkRecording =
+    fn(&ShardData, &[ParamSet], &ExecModel) -> (Vec<CellOutcome>, DayReturns);
+
+/// [`RunSource`] that also records each cell's daily returns.
+pub type RunSourceRecording = fn(
+    &mut dyn Iterator<Item = Result<FeedBatch, DataError>>,
+    DataKind,
+    u32,
+    &[ParamSet],
+    &ExecModel,
+) -> Result<(Vec<CellOutcome>, DayReturns), DataError>;
 
 /// A registered strategy, type-erased: what a node needs to run it by name.
 #[derive(Clone, Copy)]
@@ -46,6 +58,10 @@ pub struct StrategyEntry {
     pub run: RunChunk,
     /// Its streaming engine entry point.
     pub run_source: RunSource,
+    /// Its engine entry point that records daily returns.
+    pub run_recording: RunChunkRecording,
+    /// Its streaming engine entry point that records daily returns.
+    pub run_source_recording: RunSourceRecording,
     /// Its device code, if it has a GPU implementation.
     pub gpu: fn() -> Option<super::GpuCode>,
     /// Builds the CPU strategy for a parameter set and returns its lookback (the GPU path needs
@@ -77,6 +93,8 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         schema: <<S as Strategy>::Params as Params>::schema,
         run: engine::run_chunk::<S>,
         run_source: engine::run_source::<S>,
+        run_recording: engine::run_chunk_recording::<S>,
+        run_source_recording: engine::run_source_recording::<S>,
         gpu: <S as Strategy>::gpu_code,
         lookback: lookback_of::<S>,
     }

@@ -100,6 +100,16 @@ pub struct RunArgs {
     /// Run no GPU scorers even if GPUs are found.
     #[arg(long, env = "GRIDTEST_NO_GPU")]
     pub no_gpu: bool,
+    /// Record no daily returns, so no research report (DSR, PBO, walk-forward). Recording units
+    /// run on the CPU engine: pass it to keep every unit on the GPUs.
+    #[arg(long, env = "GRIDTEST_NO_RETURNS")]
+    pub no_returns: bool,
+    /// Memory for the sets' daily returns, MiB (8 bytes per set and day).
+    #[arg(long, env = "GRIDTEST_RETURNS_MB", default_value_t = crate::execute::DEFAULT_RETURNS_MB)]
+    pub returns_memory: u64,
+    /// Also write every set's daily returns to returns.parquet.
+    #[arg(long)]
+    pub write_returns: bool,
     /// Re-execute the persisted sweep with this id (under --results) and check that every
     /// metric is identical to the record, bit for bit.
     #[arg(long, value_name = "SWEEP_ID")]
@@ -167,6 +177,11 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
             gpu_shard_budget_bytes: args.gpu_shard_mb << 20,
         }),
         rank_by: args.rank_by.unwrap_or(RankMetric::Sharpe),
+        returns: crate::execute::ReturnsOptions {
+            record: !args.no_returns,
+            memory_bytes: args.returns_memory << 20,
+            write: args.write_returns,
+        },
         status: args
             .status_file
             .as_ref()

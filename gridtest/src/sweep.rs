@@ -9,6 +9,8 @@ mod leaderboard;
 mod ledger;
 mod node_stats;
 pub mod output;
+mod research_report;
+mod set_returns;
 pub mod spool;
 mod sweep_id;
 mod work_unit;
@@ -29,6 +31,8 @@ pub use ledger::{
     Completion, DEFAULT_MAX_ATTEMPTS, FinalCell, Ledger, LedgerStats, SetResult, WorkerId,
 };
 pub use node_stats::NodeStats;
+pub use research_report::{PboSummary, ResearchReport, SetEvidence, WalkForwardSummary};
+pub use set_returns::{ReturnsBook, SetReturns};
 pub use spool::{CellSpool, Spool, SpoolRow};
 pub use sweep_id::SweepId;
 pub use work_unit::{SetSpan, UnitId, WorkUnit, chunk_size};
@@ -77,6 +81,8 @@ pub struct SweepResults {
     rendered: output::Rendered,
     /// Holds the spool and the output files.
     _workspace: std::sync::Arc<tempfile::TempDir>,
+    /// The research report, when daily returns were recorded.
+    research: Option<std::sync::Arc<ResearchReport>>,
     /// Where the time went.
     pub timings: Timings,
     run_info: Option<RunInfo>,
@@ -125,7 +131,24 @@ impl SweepResults {
             _workspace: std::sync::Arc::new(parts.workspace),
             timings: parts.timings,
             run_info: None,
+            research: None,
         }
+    }
+
+    /// Attaches the research report and shows each leaderboard row's DSR.
+    pub(crate) fn with_research(mut self, report: ResearchReport) -> Self {
+        for row in &mut self.rendered.leaderboard.rows {
+            row.dsr = report.dsr_of(row.param_set_id);
+        }
+        self.research = Some(std::sync::Arc::new(report));
+        self
+    }
+
+    /// What the sets' daily returns say about the sweep (deflated Sharpe ratios, effective
+    /// trials, PBO, walk-forward), when they were recorded.
+    #[must_use]
+    pub fn research(&self) -> Option<&ResearchReport> {
+        self.research.as_deref()
     }
 
     pub(crate) fn with_run_info(mut self, info: RunInfo) -> Self {

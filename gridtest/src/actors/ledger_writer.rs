@@ -18,7 +18,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::persist::LedgerLog;
 use crate::sweep::output::OrderedRender;
-use crate::sweep::{CellSpool, FinalCell, Spool};
+use crate::sweep::{CellSpool, FinalCell, ReturnsBook, Spool};
 
 /// Messages of the [`LedgerWriter`].
 pub enum LedgerWriterMsg {
@@ -53,6 +53,8 @@ pub struct WriterOutcome {
     pub persist_failure: Option<String>,
     /// The output files as far as they were written during the sweep.
     pub render: Option<OrderedRender>,
+    /// The sets' daily returns, when the sweep records them.
+    pub returns: Option<ReturnsBook>,
 }
 
 impl WriterOutcome {
@@ -63,6 +65,7 @@ impl WriterOutcome {
             spool: Err(why.to_owned()),
             persist_failure: Some(why.to_owned()),
             render: None,
+            returns: None,
         }
     }
 }
@@ -81,6 +84,7 @@ pub struct LedgerWriterState {
     every: Duration,
     scheduled: bool,
     render: Option<OrderedRender>,
+    returns: Option<ReturnsBook>,
 }
 
 /// What the [`LedgerWriter`] starts with.
@@ -95,6 +99,8 @@ pub struct LedgerWriterArgs {
     /// The output files, written in grid order as cells become final (resumed cells offered
     /// already).
     pub render: Option<OrderedRender>,
+    /// The sets' daily returns, summed as cells become final, when the sweep records them.
+    pub returns: Option<ReturnsBook>,
 }
 
 impl LedgerWriterState {
@@ -111,6 +117,9 @@ impl LedgerWriterState {
             }
             if let Some(render) = &mut self.render {
                 render.offer(cell);
+            }
+            if let Some(book) = &mut self.returns {
+                book.offer(cell);
             }
         }
     }
@@ -140,6 +149,7 @@ impl Actor for LedgerWriter {
             every: args.every,
             scheduled: false,
             render: args.render,
+            returns: args.returns,
         })
     }
 
@@ -188,6 +198,7 @@ impl Actor for LedgerWriter {
                     spool,
                     persist_failure,
                     render: state.render.take(),
+                    returns: state.returns.take(),
                 });
                 myself.stop(Some("sweep complete".to_owned()));
             }

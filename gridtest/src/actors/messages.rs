@@ -45,6 +45,9 @@ pub struct SweepContext {
     /// The grid, from which a scorer expands the sets of a unit (its axes and constraints: a
     /// few bytes per axis value).
     pub grid: Grid,
+    /// Record each cell's return per day ([`crate::engine::DayReturns`]) with its metrics.
+    #[serde(default)]
+    pub record_days: bool,
 }
 
 impl From<&SweepSpec> for SweepContext {
@@ -57,6 +60,7 @@ impl From<&SweepSpec> for SweepContext {
             kind: spec.kind,
             exec: spec.exec.clone(),
             grid: spec.grid.clone(),
+            record_days: false,
         }
     }
 }

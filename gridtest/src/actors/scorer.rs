@@ -253,7 +253,8 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
         Dataset::try_new(&context.dataset, context.kind),
     ) {
         (Ok(strategy), Ok(dataset)) => {
-            run_unit(args, *strategy, dataset, &shard, sets, context.exec).await
+            let record = context.record_days;
+            run_unit(args, *strategy, dataset, &shard, sets, context.exec, record).await
         }
         (Err(e), _) => (
             Err(CellFailure::new(
@@ -265,7 +266,10 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
         (_, Err(e)) => (Err(CellFailure::new(FailureKind::Data, e.to_string())), 0),
     };
     let busy_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut outcomes = results.map(|all| places.into_iter().zip(ids).zip(all));
+    let mut outcomes = results.map(|(all, days)| {
+        let days = days.into_iter().chain(std::iter::repeat_with(Vec::new));
+        places.into_iter().zip(ids).zip(all).zip(days)
+    });
     leases
         .into_iter()
         .map(|Lease { context, unit }| {
@@ -274,10 +278,11 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
                 Ok(all) => Ok(all
                     .by_ref()
                     .take(n)
-                    .map(|((place, param_set), outcome)| SetResult {
+                    .map(|(((place, param_set), outcome), day_returns)| SetResult {
                         place,
                         param_set,
                         outcome,
+                        day_returns,
                     })
                     .collect()),
                 Err(failure) => Err(failure.clone()),
@@ -295,7 +300,12 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
         .collect()
 }
 
+/// A unit's outcomes, and each cell's daily returns when recorded (empty otherwise).
+type UnitCells = (Vec<CellOutcome>, Vec<Vec<f64>>);
+
 /// Runs one unit; returns its outcomes (or one failure for all its cells) and the rows replayed.
+/// With `record`, the CPU engine records each cell's daily returns (the device kernels do not
+/// record them, so a unit that must record runs on the CPU engine).
 async fn run_unit(
     args: &ScorerArgs,
     strategy: StrategyEntry,
@@ -303,7 +313,8 @@ async fn run_unit(
     shard: &crate::data::Shard,
     sets: Vec<ParamSet>,
     exec: ExecModel,
-) -> (Result<Vec<CellOutcome>, CellFailure>, u64) {
+    record: bool,
+) -> (Result<UnitCells, CellFailure>, u64) {
     let handle = args
         .loader
         .call(
@@ -329,23 +340,36 @@ async fn run_unit(
     match handle {
         ShardHandle::Loaded(data) => {
             let rows = data.n_rows();
-            let backend = args.backend.clone().filter(|b| b.supports(&strategy));
+            let backend = args
+                .backend
+                .clone()
+                .filter(|b| !record && b.supports(&strategy));
             let joined = tokio::task::spawn_blocking(move || match backend {
-                Some(b) => b.run(&strategy, &data, &sets, &exec).or_else(|e| {
-                    // The device failed the whole chunk (driver, compiler, memory): the CPU
-                    // engine computes the same cells, so the unit is not lost to it.
-                    tracing::warn!(slot = %b.slot(), shard = %data.shard(), error = %e,
+                _ if record => {
+                    let (cells, days) = (strategy.run_recording)(&data, &sets, &exec);
+                    Ok((cells, days.per_set))
+                }
+                Some(b) => b
+                    .run(&strategy, &data, &sets, &exec)
+                    .map(|c| (c, Vec::new()))
+                    .or_else(|e| {
+                        // The device failed the whole chunk (driver, compiler, memory): the CPU
+                        // engine computes the same cells, so the unit is not lost to it.
+                        tracing::warn!(slot = %b.slot(), shard = %data.shard(), error = %e,
                         "backend failed a unit; running it on the CPU engine");
-                    Ok((strategy.run)(&data, &sets, &exec))
-                }),
-                None => Ok((strategy.run)(&data, &sets, &exec)),
+                        Ok(((strategy.run)(&data, &sets, &exec), Vec::new()))
+                    }),
+                None => Ok(((strategy.run)(&data, &sets, &exec), Vec::new())),
             })
             .await;
             (joined.map_err(crash).and_then(|r| r), rows)
         }
         ShardHandle::Stream(info, reader) => {
             let rows = info.n_rows();
-            (stream_unit(strategy, reader, info, sets, exec).await, rows)
+            (
+                stream_unit(strategy, reader, info, sets, exec, record).await,
+                rows,
+            )
         }
     }
 }
@@ -356,7 +380,8 @@ async fn stream_unit(
     info: Arc<ShardInfo>,
     sets: Vec<ParamSet>,
     exec: ExecModel,
-) -> Result<Vec<CellOutcome>, CellFailure> {
+    record: bool,
+) -> Result<UnitCells, CellFailure> {
     let data_failure =
         |e: crate::data::DataError| CellFailure::new(FailureKind::Data, e.to_string());
     let (kind, n_days) = (info.kind, info.n_days());
@@ -364,7 +389,12 @@ async fn stream_unit(
     let rt = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut batches = std::iter::from_fn(|| rt.block_on(stream.next_batch()));
-        (strategy.run_source)(&mut batches, kind, n_days, &sets, &exec)
+        if record {
+            (strategy.run_source_recording)(&mut batches, kind, n_days, &sets, &exec)
+                .map(|(cells, days)| (cells, days.per_set))
+        } else {
+            (strategy.run_source)(&mut batches, kind, n_days, &sets, &exec).map(|c| (c, Vec::new()))
+        }
     })
     .await
     .map_err(crash)?

@@ -36,7 +36,9 @@ use crate::persist::LedgerLog;
 use crate::progress::{ProgressFeed, SweepProgress};
 use crate::status::StatusLog;
 use crate::sweep::output::OrderedRender;
-use crate::sweep::{CellSpool, Fleet, FleetRules, Ledger, LedgerStats, NodeStats, Spool};
+use crate::sweep::{
+    CellSpool, Fleet, FleetRules, Ledger, LedgerStats, NodeStats, ReturnsBook, Spool,
+};
 
 /// How long the end of a sweep waits for the ledger writer's last flush (a remote store
 /// retries each write for up to `GRIDTEST_STORE_RETRY_S`).
@@ -69,6 +71,8 @@ pub struct SupervisorOutcome {
     pub cancelled: bool,
     /// Cells final when it ended, and cells in all.
     pub final_cells: (usize, usize),
+    /// The sets' daily returns, when the sweep records them.
+    pub returns: Option<ReturnsBook>,
 }
 
 /// Timing settings of a supervisor.
@@ -111,6 +115,8 @@ pub struct SupervisorArgs {
     pub spool: CellSpool,
     /// The output files, written as cells become final (resumed cells offered already).
     pub render: Option<OrderedRender>,
+    /// Where the sets' daily returns are summed, when the sweep records them.
+    pub returns: Option<ReturnsBook>,
     /// Timing.
     pub timing: SupervisorTiming,
     /// Where the outcome goes.
@@ -168,6 +174,7 @@ impl Supervisor {
                 ledger: ledger.stats(),
                 cancelled,
                 final_cells: (ledger.recorded(), ledger.expected()),
+                returns: written.returns,
             };
             let _ = done.send(outcome);
         }
@@ -232,6 +239,7 @@ impl Actor for Supervisor {
                 log: args.log,
                 every: args.timing.heartbeat / 2,
                 render: args.render,
+                returns: args.returns,
             },
             myself.get_cell(),
         )

@@ -14,7 +14,8 @@ use super::error::{DataError, Result};
 use super::shard::Shard;
 use crate::strategy::DataKind;
 
-const NS_PER_DAY: i64 = 86_400_000_000_000;
+/// Nanoseconds in a (UTC) day: timestamps are nanoseconds since the epoch.
+pub(crate) const NS_PER_DAY: i64 = 86_400_000_000_000;
 
 /// One batch of events: `ts` and the feed's value columns, zero-copy over Arrow buffers.
 #[derive(Clone, Debug)]

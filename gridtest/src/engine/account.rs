@@ -184,6 +184,11 @@ impl Account {
         self.active = 0;
     }
 
+    /// Equity now (1 at the start).
+    pub(crate) fn equity(&self) -> f64 {
+        self.equity
+    }
+
     /// The lane's accumulators.
     pub(crate) fn raw(&self) -> RawAccount {
         RawAccount {

@@ -1,10 +1,11 @@
 //! `Kernel`: the tiled inner loop (see the parent module for the design).
 
 use super::account::Account;
+use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::panic_capture;
 use super::{CellFailure, CellOutcome, FailureKind};
-use crate::data::FeedBatch;
+use crate::data::{FeedBatch, NS_PER_DAY};
 use crate::params::{ParamSet, Params};
 use crate::strategy::{Cursor, Feed, MAX_COLUMNS, Strategy};
 
@@ -28,6 +29,10 @@ struct Window {
     /// Mark / fill (bars: close / open), per event of the tile.
     g_hold: Vec<f64>,
     last_mark: f64,
+    /// When recording days: the tile positions where a new day starts (never the shard's first
+    /// event), and the day of the last event loaded.
+    day_starts: Vec<usize>,
+    day: Option<i64>,
 }
 
 impl Window {
@@ -40,6 +45,26 @@ impl Window {
             g_fill: vec![1.0; TILE],
             g_hold: vec![1.0; TILE],
             last_mark: f64::NAN,
+            day_starts: Vec::new(),
+            day: None,
+        }
+    }
+
+    /// Finds where days start in the current tile; returns the days that ended in it.
+    fn mark_days(&mut self, ended: &mut Vec<i64>) {
+        self.day_starts.clear();
+        let ts = &self.ts[self.lookback..self.lookback + self.len];
+        for (j, t) in ts.iter().enumerate() {
+            let day = t.div_euclid(NS_PER_DAY);
+            match self.day {
+                Some(d) if d == day => {}
+                Some(d) => {
+                    ended.push(d);
+                    self.day_starts.push(j);
+                    self.day = Some(day);
+                }
+                None => self.day = Some(day),
+            }
         }
     }
 
@@ -84,7 +109,12 @@ impl Window {
 }
 
 enum Lane<S> {
-    Live { strategy: S, account: Account },
+    Live {
+        strategy: S,
+        account: Account,
+        /// Equity at each day's close, when recording.
+        closes: Vec<f64>,
+    },
     Failed(CellFailure),
 }
 
@@ -98,6 +128,9 @@ pub(crate) struct Kernel<S: Strategy> {
     seen: u64,
     /// Return periods since the last moment tile closed.
     tile_periods: u32,
+    /// Whether each day's close is recorded, and the days that ended so far.
+    record_days: bool,
+    days: Vec<i64>,
 }
 
 impl<S: Strategy> Kernel<S> {
@@ -126,6 +159,7 @@ impl<S: Strategy> Kernel<S> {
                         Lane::Live {
                             strategy,
                             account: Account::new(),
+                            closes: Vec::new(),
                         }
                     }
                     Err(msg) => Lane::Failed(CellFailure::new(
@@ -143,7 +177,15 @@ impl<S: Strategy> Kernel<S> {
             days_per_year: exec.trading_days_per_year,
             seen: 0,
             tile_periods: 0,
+            record_days: false,
+            days: Vec::new(),
         }
+    }
+
+    /// Records each lane's equity at the close of every day (see [`DayReturns`]).
+    pub(crate) fn recording_days(mut self) -> Self {
+        self.record_days = true;
+        self
     }
 
     /// Feeds one batch (any length), tile by tile. Tiles are aligned on multiples of [`TILE`]
@@ -155,6 +197,9 @@ impl<S: Strategy> Kernel<S> {
             let to_boundary = TILE - usize::try_from(self.seen % TILE as u64).unwrap_or(0);
             let end = (start + to_boundary).min(batch.len());
             self.window.load::<S::Feed>(batch, start..end);
+            if self.record_days {
+                self.window.mark_days(&mut self.days);
+            }
             self.run_tile();
             start = end;
         }
@@ -165,17 +210,32 @@ impl<S: Strategy> Kernel<S> {
         let n = self.window.len;
         let periods = if seen == 0 { n - 1 } else { n };
         let (cost, max_leverage) = (self.cost, self.max_leverage);
+        let window = &self.window;
         for lane in &mut self.lanes {
-            let Lane::Live { strategy, account } = lane else {
+            let Lane::Live {
+                strategy,
+                account,
+                closes,
+            } = lane
+            else {
                 continue;
             };
-            let window = &self.window;
             let ran = panic_capture::catch(|| {
-                if <S::Feed as Feed>::INTRABAR {
-                    run_lane::<S, true>(strategy, account, window, seen, cost, max_leverage);
-                } else {
-                    run_lane::<S, false>(strategy, account, window, seen, cost, max_leverage);
+                let mut from = 0;
+                for &day_start in &window.day_starts {
+                    run_segment(
+                        strategy,
+                        account,
+                        window,
+                        seen,
+                        from..day_start,
+                        cost,
+                        max_leverage,
+                    );
+                    closes.push(account.equity());
+                    from = day_start;
                 }
+                run_segment(strategy, account, window, seen, from..n, cost, max_leverage);
             });
             match ran {
                 Ok(()) => {}
@@ -209,36 +269,86 @@ impl<S: Strategy> Kernel<S> {
     }
 
     /// One outcome per parameter set, in order.
-    pub(crate) fn finish(mut self, n_days: u32) -> Vec<CellOutcome> {
+    pub(crate) fn finish(self, n_days: u32) -> Vec<CellOutcome> {
+        self.finish_recorded(n_days).0
+    }
+
+    /// One outcome per parameter set, in order, and the days' returns if they were recorded
+    /// (empty otherwise).
+    pub(crate) fn finish_recorded(mut self, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
         if self.tile_periods > 0 {
             self.close_moment_tile();
         }
         let (seen, per_year) = (self.seen, self.days_per_year);
-        self.lanes
+        let mut days = std::mem::take(&mut self.days);
+        days.extend(self.window.day);
+        let mut per_set = Vec::new();
+        let outcomes = self
+            .lanes
             .into_iter()
             .map(|lane| match lane {
-                Lane::Live { account, .. } => account.raw().finish(seen, n_days, per_year),
-                Lane::Failed(f) => Err(f),
+                Lane::Live {
+                    account,
+                    mut closes,
+                    ..
+                } => {
+                    if self.record_days {
+                        closes.push(account.equity());
+                        per_set.push(DayReturns::from_closes(&closes));
+                    }
+                    account.raw().finish(seen, n_days, per_year)
+                }
+                Lane::Failed(f) => {
+                    if self.record_days {
+                        per_set.push(Vec::new());
+                    }
+                    Err(f)
+                }
             })
-            .collect()
+            .collect();
+        let days = if self.record_days {
+            DayReturns::dates(&days)
+        } else {
+            Vec::new()
+        };
+        (outcomes, DayReturns { days, per_set })
     }
 }
 
-/// The innermost loop: one lane over one tile.
+/// Runs one lane over the events `range` of the tile (a day's part of it, when recording).
+#[inline(always)]
+fn run_segment<S: Strategy>(
+    strategy: &mut S,
+    account: &mut Account,
+    window: &Window,
+    seen: u64,
+    range: std::ops::Range<usize>,
+    cost: f64,
+    max_leverage: f64,
+) {
+    if <S::Feed as Feed>::INTRABAR {
+        run_lane::<S, true>(strategy, account, window, seen, range, cost, max_leverage);
+    } else {
+        run_lane::<S, false>(strategy, account, window, seen, range, cost, max_leverage);
+    }
+}
+
+/// The innermost loop: one lane over the events `range` of one tile.
 #[inline(never)]
 fn run_lane<S: Strategy, const INTRABAR: bool>(
     strategy: &mut S,
     account: &mut Account,
     window: &Window,
     seen: u64,
+    range: std::ops::Range<usize>,
     cost: f64,
     max_leverage: f64,
 ) {
     let l = window.lookback;
-    let n = window.len;
+    let n = range.end;
     let mut cursor = window.cursor::<S::Feed>(seen);
-    let mut first = 0;
-    if seen == 0 {
+    let mut first = range.start;
+    if seen == 0 && first == 0 {
         // The shard's first event: nothing to execute yet.
         cursor.set(l, 0);
         let target = strategy.on_data(&cursor);

@@ -64,6 +64,7 @@ pub(super) fn plan_units(
                             key,
                             place: SetPlace { index, position },
                             outcome,
+                            day_returns: Vec::new(),
                         });
                     }
                     (position, final_already)

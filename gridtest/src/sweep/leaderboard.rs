@@ -42,6 +42,10 @@ pub struct LeaderRow {
     pub profit_factor: f64,
     /// Mean exposure.
     pub exposure: f64,
+    /// Deflated Sharpe ratio of the set's daily returns across its shards, when they were
+    /// recorded (see [`crate::sweep::ResearchReport`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dsr: Option<f64>,
 }
 
 impl LeaderRow {
@@ -177,6 +181,7 @@ impl SetTally {
             win_rate: mean(self.win_rate),
             profit_factor: mean(self.profit_factor),
             exposure: mean(self.exposure),
+            dsr: None,
         }
     }
 }
@@ -262,6 +267,7 @@ impl Leaderboard {
                 &format!("{} (mean)", self.metric),
                 "return",
                 "sharpe",
+                "dsr",
                 "max dd",
                 "trades",
                 "win rate",
@@ -285,6 +291,10 @@ impl Leaderboard {
                 Cell::new(format!("{:.4}", row.score)),
                 Cell::new(format!("{:+.2}%", row.total_return * 100.0)),
                 Cell::new(format!("{:.3}", row.sharpe)),
+                Cell::new(
+                    row.dsr
+                        .map_or_else(|| "-".to_owned(), |d| format!("{d:.3}")),
+                ),
                 Cell::new(format!("{:.2}%", row.max_drawdown * 100.0)),
                 Cell::new(row.trades),
                 Cell::new(format!("{:.1}%", row.win_rate * 100.0)),

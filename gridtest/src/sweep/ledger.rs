@@ -42,6 +42,10 @@ pub struct SetResult {
     pub param_set: ParamSetId,
     /// Its outcome.
     pub outcome: CellOutcome,
+    /// Its return on each day of the shard that holds data, when the sweep records them
+    /// (empty otherwise, and for a failed cell).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub day_returns: Vec<f64>,
 }
 
 /// A cell that became final, as [`Ledger::take_journal`] hands it out.
@@ -53,6 +57,8 @@ pub struct FinalCell {
     pub place: SetPlace,
     /// Its final outcome.
     pub outcome: CellOutcome,
+    /// Its return per day of the shard, when recorded (see [`SetResult::day_returns`]).
+    pub day_returns: Vec<f64>,
 }
 
 /// What [`Ledger::report`] did with a result.
@@ -292,6 +298,7 @@ impl Ledger {
             place,
             param_set,
             outcome,
+            day_returns,
         } in results
         {
             let Some((owner, offset)) = self.locate(&shard_id, place.index) else {
@@ -331,6 +338,7 @@ impl Ledger {
                 },
                 place,
                 outcome,
+                day_returns,
             });
             new += 1;
         }
@@ -388,6 +396,7 @@ impl Ledger {
                 place,
                 param_set: set.id(),
                 outcome: Err(failure.clone()),
+                day_returns: Vec::new(),
             })
             .collect();
         self.report(Some(id), &shard, results)

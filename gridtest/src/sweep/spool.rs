@@ -431,6 +431,7 @@ mod tests {
                     position: 2 * i,
                 },
                 outcome,
+                day_returns: Vec::new(),
             };
             spool.push(&cell).unwrap();
             written.push(cell);

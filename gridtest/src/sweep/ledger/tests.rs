@@ -66,6 +66,7 @@ fn ok_results(u: &WorkUnit, tag: u64) -> Vec<SetResult> {
             place,
             param_set: set.id(),
             outcome: Ok(metrics(tag)),
+            day_returns: Vec::new(),
         })
         .collect()
 }
@@ -236,6 +237,7 @@ fn a_retry_of_a_constrained_run_names_the_failed_set() {
             place: *place,
             param_set: set.id(),
             outcome: Ok(metrics(1)),
+            day_returns: Vec::new(),
         })
         .collect();
     results[2].outcome = Err(CellFailure::new(FailureKind::Panic, "boom"));

@@ -208,6 +208,7 @@ pub(super) async fn write_leaderboard(
                 win_rate: f(6),
                 profit_factor: f(7),
                 exposure: f(8),
+                dsr: None,
             };
             out.write(&row).map_err(|e| output_error(path, e))?;
         }

@@ -135,6 +135,7 @@ fn scrambled_spool(
                 },
                 place: *place,
                 outcome: outcome(place.index, shard),
+                day_returns: Vec::new(),
             })
             .unwrap();
     }
@@ -209,6 +210,7 @@ fn unit_order(shards: &[Shard], places: &[(SetPlace, ParamSet)]) -> Vec<FinalCel
                 },
                 place: *place,
                 outcome: outcome(place.index, shard),
+                day_returns: Vec::new(),
             })
             .collect()
     };

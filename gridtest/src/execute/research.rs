@@ -1,0 +1,113 @@
+//! Recording the sets' daily returns during a sweep and the research report at its end.
+
+use std::path::Path;
+
+use super::Plan;
+use crate::error::{Error, Result};
+use crate::sweep::{ResearchReport, ReturnsBook, SweepError};
+
+/// Default memory budget for the sets' daily returns, MiB.
+pub const DEFAULT_RETURNS_MB: u64 = 1024;
+
+/// What a sweep records of its sets' daily returns, and what it writes of them.
+#[derive(Clone, Debug)]
+pub struct ReturnsOptions {
+    /// Record each cell's daily returns and compute the research report (deflated Sharpe
+    /// ratios, effective trials, PBO, walk-forward: `research.json`). Units that record run on
+    /// the CPU engine (the device kernels do not record days).
+    pub record: bool,
+    /// Most bytes the sets' daily returns may take in memory (one `f64` per set and day): a
+    /// sweep that needs more records nothing and says so.
+    pub memory_bytes: u64,
+    /// Also write every set's daily returns to `returns.parquet`.
+    pub write: bool,
+}
+
+impl Default for ReturnsOptions {
+    fn default() -> Self {
+        Self {
+            record: true,
+            memory_bytes: DEFAULT_RETURNS_MB << 20,
+            write: false,
+        }
+    }
+}
+
+/// The book the sweep's returns go to, or why there is none.
+pub(super) fn open_book(
+    plan: &Plan,
+    opts: &ReturnsOptions,
+) -> std::result::Result<ReturnsBook, String> {
+    if !opts.record {
+        return Err("daily returns are not recorded (--no-returns)".to_owned());
+    }
+    let mut infos = Vec::with_capacity(plan.infos.len());
+    for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
+        match info {
+            Ok(info) => infos.push(info.clone()),
+            Err(_) => return Err(format!("shard {} could not be listed", shard.id())),
+        }
+    }
+    let n_sets = plan.n_sets as u64;
+    let bytes = ReturnsBook::bytes(&infos, n_sets);
+    if bytes > opts.memory_bytes {
+        return Err(format!(
+            "the daily returns of {n_sets} sets would take {} MiB, over the budget of {} MiB \
+             (--returns-memory)",
+            bytes >> 20,
+            opts.memory_bytes >> 20
+        ));
+    }
+    Ok(ReturnsBook::new(&infos, n_sets))
+}
+
+/// Computes the research report from the recorded returns and writes `research.json` (and
+/// `returns.parquet` when asked) into `out`.
+pub(super) async fn conclude(
+    book: ReturnsBook,
+    plan: &Plan,
+    opts: &ReturnsOptions,
+    out: &Path,
+) -> Result<ResearchReport> {
+    let trials = plan.n_sets as u64;
+    let per_year = plan.spec.exec.trading_days_per_year;
+    let expander = plan.spec.grid.expander();
+    let (write, out) = (opts.write, out.to_owned());
+    let mismatched = book.mismatched();
+    tokio::task::spawn_blocking(move || -> Result<ResearchReport> {
+        let returns = book.finish();
+        let mut report = ResearchReport::compute(&returns, trials, per_year);
+        if mismatched > 0 {
+            report.notes.push(format!(
+                "{mismatched} cells' daily returns did not match their shard's days and were left out"
+            ));
+        }
+        for best in &mut report.best {
+            let position = returns
+                .places
+                .iter()
+                .find(|(_, id)| *id == best.param_set)
+                .map(|&(p, _)| p);
+            if let Some(set) = position.and_then(|p| expander.set_at(p)) {
+                best.params = set.to_string();
+            }
+        }
+        let path = out.join("research.json");
+        let json = serde_json::to_vec_pretty(&report).expect("reports serialise");
+        std::fs::write(&path, json).map_err(|e| output_error(&path, e))?;
+        if write {
+            returns.write_parquet(&out.join("returns.parquet"))?;
+        }
+        Ok(report)
+    })
+    .await
+    .map_err(|e| Error::actors("computing the research report", e))?
+}
+
+fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    SweepError::Output {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+    .into()
+}

@@ -1,0 +1,45 @@
+//! The sweep's private folder: the spool of final cells and the outputs rendered from it.
+
+use super::{Plan, output_error};
+use crate::error::Result;
+use crate::metrics::RankMetric;
+use crate::sweep::{CellSpool, FinalCell, output, output::OrderedRender};
+
+/// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
+/// from the persisted ledger already in it.
+pub(super) fn open_spool(
+    plan: &Plan,
+    resumed: Vec<FinalCell>,
+    metric: RankMetric,
+) -> Result<Spooled> {
+    let workspace = tempfile::Builder::new()
+        .prefix("gridtest-sweep-")
+        .tempdir()
+        .map_err(|e| output_error(&std::env::temp_dir(), e))?;
+    let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.spec.shards)?;
+    let subject = output::Subject {
+        grid: &plan.spec.grid,
+        shards: &plan.spec.shards,
+        metric,
+    };
+    let mut render = OrderedRender::start(&subject, &workspace.path().join("out"))?;
+    for cell in &resumed {
+        spool.push(cell)?;
+        render.offer(cell);
+    }
+    Ok(Spooled {
+        workspace,
+        spool,
+        render,
+    })
+}
+
+/// Where a sweep's cells go as they become final.
+pub(super) struct Spooled {
+    /// A private folder for the spool and the outputs.
+    pub(super) workspace: tempfile::TempDir,
+    /// Every cell, as Parquet parts.
+    pub(super) spool: CellSpool,
+    /// The output files, written in grid order as cells become final.
+    pub(super) render: OrderedRender,
+}
