@@ -146,7 +146,10 @@ fn run(binary: &Path, args: &Args, sets: u64) -> anyhow::Result<Figures> {
         .args(["--slow-step", "1", "--no-progress", "--top", "3"])
         // The engine's and the outputs' memory; recording daily returns adds 8 bytes per set
         // and day plus 18 per set, within its own budget (`--with-returns` measures it too).
-        .args((!args.with_returns).then_some("--no-returns"))
+        .args([
+            "--returns",
+            if args.with_returns { "always" } else { "never" },
+        ])
         .args(["--fast-max", &fast_max.to_string()])
         .args(["--slow-max", &slow_max.to_string()])
         .env("RUST_LOG", "warn")

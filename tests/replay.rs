@@ -25,6 +25,34 @@ fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
 }
 
+/// Runs the example sweep on `data` with a results root under `dir`; the root and the sweep id.
+fn persisted_sweep(dir: &Path, data: &Path) -> (String, String) {
+    let results = dir.join("results").display().to_string();
+    let (data_arg, out_arg) = (
+        data.display().to_string(),
+        dir.join("out").display().to_string(),
+    );
+    let first = sweep(&[
+        "--data",
+        &data_arg,
+        "--results",
+        &results,
+        "--out",
+        &out_arg,
+    ]);
+    assert!(first.status.success(), "{}", text(&first));
+    let sweep_id = text(&first)
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("sweep ")?
+                .split(':')
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("no sweep id:\n{}", text(&first)));
+    (results, sweep_id)
+}
+
 /// Multiplies one price of a Parquet file by 1.01.
 fn nudge_a_price(file: &Path) {
     let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap())
@@ -54,27 +82,7 @@ fn a_sweep_replays_bit_for_bit_and_refuses_changed_data() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("ticks");
     copy_dir(&w1_smoke().0, &data);
-    let results = dir.path().join("results").display().to_string();
-    let data_arg = data.display().to_string();
-    let out_arg = dir.path().join("out").display().to_string();
-    let first = sweep(&[
-        "--data",
-        &data_arg,
-        "--results",
-        &results,
-        "--out",
-        &out_arg,
-    ]);
-    assert!(first.status.success(), "{}", text(&first));
-    let sweep_id = text(&first)
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("sweep ")?
-                .split(':')
-                .next()
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| panic!("no sweep id:\n{}", text(&first)));
+    let (results, sweep_id) = persisted_sweep(dir.path(), &data);
 
     let all = sweep(&["--replay", &sweep_id, "--results", &results]);
     assert!(all.status.success(), "{}", text(&all));
@@ -137,5 +145,113 @@ fn a_sweep_replays_bit_for_bit_and_refuses_changed_data() {
     assert!(
         (955..1910).contains(&identical),
         "S000 is unchanged, S001 is not:\n{report}"
+    );
+}
+
+/// The last price of a symbol's last file in the W1 smoke data.
+fn last_price(data: &Path, symbol: &str) -> f64 {
+    let dir = data.join(format!("symbol={symbol}"));
+    let mut days: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    days.sort();
+    let file = std::fs::File::open(days.last().unwrap().join("part-0.parquet")).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batch = reader.map(Result::unwrap).last().unwrap();
+    let price = batch
+        .column_by_name("price")
+        .unwrap()
+        .as_primitive::<Float64Type>();
+    price.value(price.len() - 1)
+}
+
+/// `--replay <id> --cell <set>@<symbol> --trades F --equity G`: the fills, replayed with cash and
+/// units, give the cell's total return in the independent W1 reference, their count is its
+/// trades, and the equity curve has one point per tick and ends at 1 + the total return.
+#[test]
+fn a_cells_trades_and_equity_reproduce_its_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, reference) = w1_smoke();
+    let (results, sweep_id) = persisted_sweep(dir.path(), &data);
+    let expected = csv::Reader::from_path(&reference)
+        .unwrap()
+        .records()
+        .map(Result::unwrap)
+        .find(|r| &r[0] == "S001" && &r[1] == "10" && &r[2] == "60")
+        .unwrap();
+    let (n_ticks, trades, total_return): (usize, usize, f64) = (
+        expected[3].parse().unwrap(),
+        expected[4].parse().unwrap(),
+        expected[5].parse().unwrap(),
+    );
+    assert!(trades > 10, "a cell that trades");
+
+    let cell = ParamSet::new([("fast", ParamValue::Int(10)), ("slow", ParamValue::Int(60))]).id();
+    let (trades_csv, equity_csv) = (dir.path().join("trades.csv"), dir.path().join("equity.csv"));
+    let traced = sweep(&[
+        "--replay",
+        &sweep_id,
+        "--results",
+        &results,
+        "--cell",
+        &format!("{cell}@S001"),
+        "--trades",
+        &trades_csv.display().to_string(),
+        "--equity",
+        &equity_csv.display().to_string(),
+    ]);
+    assert!(traced.status.success(), "{}", text(&traced));
+
+    let mut fills = csv::Reader::from_path(&trades_csv).unwrap();
+    let header: Vec<String> = fills.headers().unwrap().iter().map(str::to_owned).collect();
+    assert_eq!(
+        header,
+        [
+            "index", "time", "price", "units", "side", "fee", "weight", "equity"
+        ]
+    );
+    let (mut cash, mut units, mut count) = (1.0f64, 0.0f64, 0usize);
+    for record in fills.records() {
+        let r = record.unwrap();
+        let (price, amount, fee): (f64, f64, f64) = (
+            r[2].parse().unwrap(),
+            r[3].parse().unwrap(),
+            r[5].parse().unwrap(),
+        );
+        let signed = match &r[4] {
+            "buy" => amount,
+            "sell" => -amount,
+            other => panic!("side {other}"),
+        };
+        cash -= signed * price + fee;
+        units += signed;
+        let equity: f64 = r[7].parse().unwrap();
+        assert!(
+            (cash + units * price - equity).abs() < 1e-12,
+            "equity after fill {count}"
+        );
+        count += 1;
+    }
+    assert_eq!(count, trades, "one fill per position change");
+    let pnl = cash + units * last_price(&data, "S001") - 1.0;
+    assert!(
+        (pnl - total_return).abs() < 1e-9,
+        "P&L of the fills {pnl} vs {total_return}"
+    );
+
+    let curve: Vec<f64> = csv::Reader::from_path(&equity_csv)
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap()[1].parse().unwrap())
+        .collect();
+    assert_eq!(curve.len(), n_ticks);
+    let last = curve.last().copied().unwrap();
+    assert!(
+        (last - 1.0 - total_return).abs() < 1e-9,
+        "equity ends at {last}"
     );
 }

@@ -532,3 +532,81 @@ fn a_sweep_records_daily_returns_that_compound_to_its_results() {
         &reference["walk_forward"]["out_of_sample_sharpe"],
     );
 }
+
+/// `--rank-by dsr`: the leaderboard (in memory and `leaderboard.csv`, every set) is ordered by
+/// the deflated Sharpe ratio of the report, best first.
+#[test]
+fn ranking_by_dsr_orders_the_leaderboard_and_its_file() {
+    let scratch = gridtest_tests::Scratch::new();
+    scratch.synth(&gridtest::data::synth::SynthSpec {
+        symbols: 2,
+        days: 30,
+        ticks_per_day: 300,
+        ..gridtest::data::synth::SynthSpec::default()
+    });
+    let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
+        .grid(
+            gridtest::Grid::new()
+                .axis("fast", (2..=24).step_by(2))
+                .axis("slow", (10..=80).step_by(10))
+                .constrain("fast < slow"),
+        )
+        .data(scratch.location());
+    let opts = gridtest::RunOptions {
+        rank_by: gridtest::RankMetric::Dsr,
+        ..gridtest_tests::quiet()
+    };
+    // Without daily returns there is no DSR to rank by: refused before anything runs.
+    let without = gridtest::RunOptions {
+        returns: gridtest::ReturnsOptions {
+            record: gridtest::Recording::Never,
+            ..gridtest::ReturnsOptions::default()
+        },
+        ..opts.clone()
+    };
+    match gridtest_tests::run_with(&sweep, &without) {
+        Err(gridtest::Error::Config { problems }) => {
+            assert!(problems[0].contains("--rank-by dsr"), "{problems:?}");
+        }
+        other => panic!(
+            "expected a settings error, got {:?}",
+            other.map(|r| r.recorded())
+        ),
+    }
+    let results = gridtest_tests::run_with(&sweep, &opts).unwrap();
+    let report = results.research().expect("a report");
+    let board = results.leaderboard();
+    assert_eq!(board.metric, gridtest::RankMetric::Dsr);
+    assert_eq!(board.rows.len(), results.n_sets());
+    let dsr: Vec<f64> = board.rows.iter().map(|r| r.dsr.unwrap()).collect();
+    assert!(
+        dsr.windows(2).all(|w| w[0] >= w[1]),
+        "in-memory rows by DSR: {dsr:?}"
+    );
+    for row in &board.rows {
+        assert_eq!(row.dsr, report.dsr_of(row.param_set_id));
+        assert_eq!(row.score, row.dsr.unwrap(), "the score column is the DSR");
+    }
+    assert_eq!(board.rows[0].param_set_id, report.best[0].param_set);
+
+    let mut csv = csv::Reader::from_path(results.output_dir().join("leaderboard.csv")).unwrap();
+    let headers = csv.headers().unwrap().clone();
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (dsr_at, id_at) = (column("dsr"), column("param_set_id"));
+    let rows: Vec<(f64, String)> = csv
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[dsr_at].parse().unwrap(), r[id_at].to_owned())
+        })
+        .collect();
+    assert_eq!(rows.len(), results.n_sets());
+    assert!(
+        rows.windows(2).all(|w| w[0].0 >= w[1].0),
+        "leaderboard.csv by DSR"
+    );
+    for ((d, id), row) in rows.iter().zip(&board.rows) {
+        assert_eq!(*id, row.param_set_id.to_string());
+        assert_eq!(Some(*d), row.dsr);
+    }
+}

@@ -20,12 +20,14 @@ mod exec_model;
 mod kernel;
 mod panic_capture;
 mod raw;
+mod trace;
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use day_returns::DayReturns;
 pub use exec_model::{EXEC_MODEL_VERSION, ExecModel};
 pub use kernel::TILE;
 pub use raw::RawAccount;
+pub use trace::{CellTrace, Fill, Side};
 
 use crate::data::{DataError, FeedBatch, ShardData};
 use crate::params::ParamSet;
@@ -132,6 +134,35 @@ pub fn run_chunk_recording<S: Strategy>(
             )
         },
     )
+}
+
+/// Runs one parameter set over `data` with every fill and the equity after every event
+/// recorded ([`CellTrace`]), through a loop of its own (the sweep's loop never pays for it). The
+/// outcome is bit for bit that of [`run_chunk`].
+pub fn trace_cell<S: Strategy>(
+    data: &ShardData,
+    set: &ParamSet,
+    exec: &ExecModel,
+) -> (CellOutcome, CellTrace) {
+    let sets = std::slice::from_ref(set);
+    let Some(kernel) = kernel_for::<S>(data.kind(), sets, exec) else {
+        let cells = kind_mismatch::<S>(data.kind(), sets);
+        return (
+            cells.into_iter().next().expect("one set"),
+            CellTrace::default(),
+        );
+    };
+    let mut kernel = kernel.tracing();
+    for batch in data.batches() {
+        kernel.feed(batch);
+    }
+    let trace = kernel.take_trace();
+    let outcome = kernel
+        .finish(data.n_days())
+        .into_iter()
+        .next()
+        .expect("one set");
+    (outcome, trace)
 }
 
 /// [`run_source`] that also records each cell's return per day (see [`run_chunk_recording`]).

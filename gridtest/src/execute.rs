@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::actors::messages::{SupervisorMsg, SweepContext};
 use crate::actors::{
     BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
-    Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming,
+    Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming, backend_slots,
 };
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
@@ -28,13 +28,13 @@ use crate::progress::ProgressFeed;
 use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
-    CellKey, CellOutcome, CellSpool, Ledger, ResultParts, ReturnsBook, RunInfo, Sweep, SweepError,
-    SweepResults, Timings, output, output::OrderedRender,
+    CellKey, CellOutcome, CellSpool, Ledger, ResultParts, RunInfo, Sweep, SweepError, SweepResults,
+    Timings, output, output::OrderedRender,
 };
 
 pub use plan::Plan;
 pub(crate) use plan::plan;
-pub use research::{DEFAULT_RETURNS_MB, ReturnsOptions};
+pub use research::{DEFAULT_RETURNS_MB, Recording, ReturnsOptions};
 use spooled::{Spooled, open_spool};
 
 /// Default shard-cache budget per node, MiB.
@@ -193,19 +193,7 @@ async fn compute(
         spool,
         render,
     } = open_spool(&plan, planned.resumed, opts.rank_by)?;
-    let book = research::open_book(&plan, &opts.returns)
-        .inspect_err(|why| tracing::info!(why = %why, "no research report"))
-        .ok();
-    let outcome = run_actors(
-        &plan,
-        ledger,
-        log,
-        (spool, render, book),
-        loader,
-        opts,
-        setup,
-    )
-    .await?;
+    let outcome = run_actors(&plan, ledger, log, (spool, render), loader, opts, setup).await?;
     for (name, s) in &outcome.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
@@ -267,16 +255,26 @@ async fn finish(
         .spool
         .map_err(|why| output_error(&workspace.path().join("cells"), why))?;
     let started = std::time::Instant::now();
+    let out = workspace.path().join("out");
+    let research = match outcome.returns {
+        Some(book) => Some(research::conclude(book, &plan, &opts.returns, &out).await?),
+        None => None,
+    };
     let rendered = match outcome.render {
         // Most cells were written while the sweep computed: the rest, and the leaderboard.
-        Some(render) => render.finish(&spool).await?,
+        Some(mut render) => {
+            if let Some(report) = &research {
+                render.with_dsr(std::sync::Arc::new(report.dsr.clone()));
+            }
+            render.finish(&spool).await?
+        }
         None => {
             let subject = output::Subject {
                 grid: &plan.spec.grid,
                 shards: &plan.spec.shards,
                 metric: opts.rank_by,
             };
-            output::render(&spool, &subject, &workspace.path().join("out")).await?
+            output::render(&spool, &subject, &out).await?
         }
     };
     tracing::info!(
@@ -284,10 +282,6 @@ async fn finish(
         ms = started.elapsed().as_millis() as u64,
         "outputs rendered"
     );
-    let research = match outcome.returns {
-        Some(book) => Some(research::conclude(book, &plan, &opts.returns, &rendered.dir).await?),
-        None => None,
-    };
     let sweep_id = plan.spec.id();
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,
@@ -366,11 +360,13 @@ async fn run_actors(
     plan: &Plan,
     ledger: Ledger,
     log: Option<LedgerLog>,
-    (spool, render, returns): (CellSpool, OrderedRender, Option<ReturnsBook>),
+    (spool, render): (CellSpool, OrderedRender),
     loader: &ActorRef<ShardLoaderMsg>,
     opts: &RunOptions,
     setup: &NodeSetup,
 ) -> Result<SupervisorOutcome> {
+    let backends = opts.backends.as_ref().map_or_else(Vec::new, backend_slots);
+    let returns = research::book_for(plan, opts, !backends.is_empty())?;
     let (done_tx, done_rx) = oneshot::channel();
     let context = SweepContext {
         record_days: returns.is_some(),
@@ -395,11 +391,6 @@ async fn run_actors(
     )
     .await
     .map_err(|e| Error::actors("starting the supervisor", e))?;
-    let backends = opts
-        .backends
-        .as_ref()
-        .map(crate::actors::backend_slots)
-        .unwrap_or_default();
     let agent = if setup.scorers > 0 || !backends.is_empty() {
         let args = NodeAgentArgs {
             node: setup.node_name.clone(),

@@ -93,7 +93,7 @@ pub mod transport;
 
 pub use engine::ExecModel;
 pub use error::{Error, Result, exit};
-pub use execute::{ReturnsOptions, RunOptions, run_sweep};
+pub use execute::{Recording, ReturnsOptions, RunOptions, run_sweep};
 pub use gridtest_macros::{Params, strategy};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{

@@ -68,17 +68,22 @@ pub enum RankMetric {
     ProfitFactor,
     /// Win rate (higher is better).
     WinRate,
+    /// Deflated Sharpe ratio of the set's daily returns across its shards (higher is better): a
+    /// figure of the whole sweep, known at its end (`research.json`), so not a per-cell metric
+    /// ([`RankMetric::of`] is NaN).
+    Dsr,
 }
 
 impl RankMetric {
     /// Every rank metric.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Sharpe,
         Self::Sortino,
         Self::TotalReturn,
         Self::MaxDrawdown,
         Self::ProfitFactor,
         Self::WinRate,
+        Self::Dsr,
     ];
 
     /// Column name in the results.
@@ -91,6 +96,7 @@ impl RankMetric {
             Self::MaxDrawdown => "max_drawdown",
             Self::ProfitFactor => "profit_factor",
             Self::WinRate => "win_rate",
+            Self::Dsr => "dsr",
         }
     }
 

@@ -9,7 +9,7 @@ use std::any::type_name;
 use linkme::distributed_slice;
 
 use crate::data::{DataError, FeedBatch, ShardData};
-use crate::engine::{self, CellOutcome, DayReturns, ExecModel};
+use crate::engine::{self, CellOutcome, CellTrace, DayReturns, ExecModel};
 use crate::params::{ParamField, ParamSet, Params};
 use crate::strategy::{DataKind, Feed, RegisteredStrategy, Strategy};
 
@@ -39,6 +39,10 @@ pub type RunSourceRecording = fn(
     &ExecModel,
 ) -> Result<(Vec<CellOutcome>, DayReturns), DataError>;
 
+/// Runs one parameter set over a loaded shard with every fill and the equity curve recorded
+/// (see [`engine::trace_cell`]).
+pub type TraceCell = fn(&ShardData, &ParamSet, &ExecModel) -> (CellOutcome, CellTrace);
+
 /// A registered strategy, type-erased: what a node needs to run it by name.
 #[derive(Clone, Copy)]
 pub struct StrategyEntry {
@@ -62,6 +66,8 @@ pub struct StrategyEntry {
     pub run_recording: RunChunkRecording,
     /// Its streaming engine entry point that records daily returns.
     pub run_source_recording: RunSourceRecording,
+    /// Its engine entry point that traces one cell's fills and equity.
+    pub trace: TraceCell,
     /// Its device code, if it has a GPU implementation.
     pub gpu: fn() -> Option<super::GpuCode>,
     /// Builds the CPU strategy for a parameter set and returns its lookback (the GPU path needs
@@ -95,6 +101,7 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         run_source: engine::run_source::<S>,
         run_recording: engine::run_chunk_recording::<S>,
         run_source_recording: engine::run_source_recording::<S>,
+        trace: engine::trace_cell::<S>,
         gpu: <S as Strategy>::gpu_code,
         lookback: lookback_of::<S>,
     }

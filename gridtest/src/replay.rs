@@ -276,3 +276,89 @@ pub async fn replay(
     }
     Ok(report)
 }
+
+/// One cell re-executed with its fills and equity recorded ([`trace`]).
+#[derive(Clone, Debug)]
+pub struct TracedCell {
+    /// The cell.
+    pub key: CellKey,
+    /// Its outcome now (checked against the record: see `identical`).
+    pub outcome: CellOutcome,
+    /// Whether it is identical to the recorded one, bit for bit.
+    pub identical: bool,
+    /// Its fills and equity curve.
+    pub trace: crate::engine::CellTrace,
+    /// The last mark price of the shard (to value the position left open at the end).
+    pub last_price: f64,
+}
+
+/// Re-executes one cell of sweep `sweep_id` (parameter set `param_set` on `symbol`'s shard)
+/// with every fill and the equity after every event recorded, after the same data check as
+/// [`replay`].
+///
+/// # Errors
+/// As [`replay`]; [`Error::InvalidSweep`] when the sweep has no such cell.
+pub async fn trace(
+    root: &Location,
+    sweep_id: &SweepId,
+    (param_set, symbol): (ParamSetId, &str),
+    force: bool,
+) -> Result<TracedCell> {
+    let spec = read_spec(root, sweep_id).await?;
+    let strategy = *find_strategy(&spec.strategy)?;
+    let missing = |what: String| Error::InvalidSweep {
+        strategy: spec.strategy.clone(),
+        problems: vec![format!("sweep {sweep_id} has no {what}")],
+    };
+    let shard = spec
+        .shards
+        .iter()
+        .find(|s| s.symbol() == symbol)
+        .cloned()
+        .ok_or_else(|| missing(format!("shard for symbol {symbol}")))?;
+    let set = spec
+        .grid
+        .iter()
+        .find(|s| s.id() == param_set)
+        .ok_or_else(|| missing(format!("parameter set {param_set}")))?;
+    let dataset = Dataset::try_new(&spec.dataset, spec.kind)?;
+    let reader = ShardReader::try_new(&dataset)?;
+    let changes = data_changes(&spec, &reader, std::slice::from_ref(&shard)).await?;
+    if !changes.is_empty() && !force {
+        return Err(Error::InvalidSweep {
+            strategy: spec.strategy.clone(),
+            problems: std::iter::once(format!(
+                "the data of sweep {sweep_id} changed since it ran:"
+            ))
+            .chain(changes.iter().map(|c| format!("{}: {}", c.url, c.change)))
+            .collect(),
+        });
+    }
+    let data = reader.load(&shard).await?;
+    let mark = data.kind().mark_column();
+    let last_price = data
+        .batches()
+        .iter()
+        .rev()
+        .find(|b| !b.is_empty())
+        .and_then(|b| b.columns()[mark].last().copied())
+        .unwrap_or(f64::NAN);
+    let exec = spec.exec.clone();
+    let (outcome, trace) =
+        tokio::task::spawn_blocking(move || (strategy.trace)(&data, &set, &exec))
+            .await
+            .map_err(|e| Error::actors("tracing a cell", e))?;
+    let key = CellKey {
+        shard: shard.id(),
+        param_set,
+    };
+    let recorded = LedgerLog::read(root, sweep_id).await?;
+    let identical = recorded.get(&key).is_some_and(|r| identical(r, &outcome));
+    Ok(TracedCell {
+        key,
+        outcome,
+        identical,
+        trace,
+        last_price,
+    })
+}

@@ -4,6 +4,7 @@
 //! [`run_sweep`](crate::execute::run_sweep).
 
 mod bar;
+mod cell_trace;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,8 +18,7 @@ use crate::error::{Error, Result};
 use crate::execute::default_threads;
 use crate::metrics::RankMetric;
 use crate::status::StatusLog;
-use crate::storage::Location;
-use crate::sweep::{Leaderboard, Sweep, SweepId, SweepResults, output};
+use crate::sweep::{Leaderboard, Sweep, SweepResults, output};
 
 pub use crate::execute::{
     DEFAULT_CACHE_MB, DEFAULT_UNIT_EVALS, MIN_CLUSTER_SCORERS, RunOptions, run_sweep,
@@ -56,7 +56,8 @@ pub struct RunArgs {
     #[arg(long, env = "GRIDTEST_THREADS")]
     pub threads: Option<usize>,
     /// Metric to rank the leaderboard by, its mean across symbols: sharpe (default), sortino,
-    /// total_return, max_drawdown, profit_factor or win_rate.
+    /// total_return, max_drawdown, profit_factor or win_rate; or dsr, the deflated Sharpe
+    /// ratio of each set's daily returns (needs them recorded: not with --returns never).
     #[arg(long)]
     pub rank_by: Option<RankMetric>,
     /// Rows of the leaderboard to print.
@@ -100,10 +101,11 @@ pub struct RunArgs {
     /// Run no GPU scorers even if GPUs are found.
     #[arg(long, env = "GRIDTEST_NO_GPU")]
     pub no_gpu: bool,
-    /// Record no daily returns, so no research report (DSR, PBO, walk-forward). Recording units
-    /// run on the CPU engine: pass it to keep every unit on the GPUs.
-    #[arg(long, env = "GRIDTEST_NO_RETURNS")]
-    pub no_returns: bool,
+    /// When to record each cell's daily returns for the research report (DSR, PBO,
+    /// walk-forward): auto (unless this node runs GPU scorers, whose kernels do not record
+    /// them), always (GPU units then run on the CPU engine) or never.
+    #[arg(long, env = "GRIDTEST_RETURNS", value_enum, default_value_t = crate::execute::Recording::Auto)]
+    pub returns: crate::execute::Recording,
     /// Memory for the sets' daily returns, MiB (8 bytes per set and day).
     #[arg(long, env = "GRIDTEST_RETURNS_MB", default_value_t = crate::execute::DEFAULT_RETURNS_MB)]
     pub returns_memory: u64,
@@ -120,6 +122,13 @@ pub struct RunArgs {
     /// With --replay: run even if the data changed since the sweep.
     #[arg(long, requires = "replay")]
     pub force: bool,
+    /// With --replay --cell: write the cell's every fill (time, price, units, side, fee,
+    /// weight, equity) to this CSV.
+    #[arg(long, value_name = "FILE", requires = "cell")]
+    pub trades: Option<PathBuf>,
+    /// With --replay --cell: write the cell's equity after every event to this CSV.
+    #[arg(long, value_name = "FILE", requires = "cell")]
+    pub equity: Option<PathBuf>,
     /// Head: run no sweep of its own; serve sweeps submitted with `gridtest submit` until
     /// SIGTERM, one after another, each persisted under --results (ignored by workers).
     #[arg(long)]
@@ -178,7 +187,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
         }),
         rank_by: args.rank_by.unwrap_or(RankMetric::Sharpe),
         returns: crate::execute::ReturnsOptions {
-            record: !args.no_returns,
+            record: args.returns,
             memory_bytes: args.returns_memory << 20,
             write: args.write_returns,
         },
@@ -240,7 +249,11 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         .build()
         .map_err(|e| Error::actors("starting the async runtime", e))?;
     if let Some(sweep_id) = &args.replay {
-        runtime.block_on(replay(sweep_id, args, &opts))?;
+        if args.trades.is_some() || args.equity.is_some() {
+            runtime.block_on(cell_trace::write(sweep_id, args, &opts))?;
+        } else {
+            runtime.block_on(cell_trace::replay(sweep_id, args, &opts))?;
+        }
         return Ok(None);
     }
     // `--serve` makes a head serve submissions; workers ignore it, so that every ordinal of a
@@ -392,37 +405,6 @@ fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport>
         });
     }
     Ok(report)
-}
-
-/// `--replay`: re-executes a persisted sweep and prints how its cells compare to the record.
-async fn replay(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions) -> Result<()> {
-    let root = match &opts.results {
-        Some(root) => root.clone(),
-        None => Location::parse("results")?,
-    };
-    let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
-    let report = crate::replay::replay(&root, sweep_id, &scope, args.force).await?;
-    for c in &report.changed_files {
-        println!("data changed (forced): {}: {}", c.url, c.change);
-    }
-    println!(
-        "replayed {} cells of sweep {sweep_id}: {} identical, {} different",
-        report.cells,
-        report.identical,
-        report.differences.len()
-    );
-    for (key, before, after) in report.differences.iter().take(10) {
-        println!("  {key}: recorded {before:?}, now {after:?}");
-    }
-    match report.differences.first() {
-        Some((key, _, _)) => Err(Error::ReplayMismatch {
-            sweep: sweep_id.clone(),
-            cells: report.cells,
-            differing: report.differences.len(),
-            first: key.to_string(),
-        }),
-        None => Ok(()),
-    }
 }
 
 /// Prints and writes a finished sweep.

@@ -34,6 +34,15 @@ impl DataKind {
         }
     }
 
+    /// The column positions are marked to (ticks: `price`; bars: `close`).
+    #[must_use]
+    pub fn mark_column(self) -> usize {
+        match self {
+            Self::Ticks => Ticks::MARK,
+            Self::Bars => Bars::MARK,
+        }
+    }
+
     /// Columns that hold prices (must be finite and positive).
     #[must_use]
     pub fn price_columns(self) -> &'static [&'static str] {

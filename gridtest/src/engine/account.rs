@@ -41,8 +41,19 @@ pub(crate) struct Account {
 
 /// Growth of equity holding weight `w` while the price moves by ratio `g`.
 #[inline(always)]
-fn growth(w: f64, g: f64) -> f64 {
+pub(super) fn growth(w: f64, g: f64) -> f64 {
     if w == 1.0 { g } else { 1.0 + w * (g - 1.0) }
+}
+
+/// Equity after rebalancing from weight `from` to `to` over equity before, paying
+/// `cost`·|traded notional| out of itself (see the module docs).
+#[inline(always)]
+pub(super) fn fee_factor(from: f64, to: f64, cost: f64) -> f64 {
+    if to > from {
+        (1.0 + cost * from) / (1.0 + cost * to)
+    } else {
+        (1.0 - cost * from) / (1.0 - cost * to)
+    }
 }
 
 impl Account {
@@ -131,13 +142,7 @@ impl Account {
     /// Rebalances from the current weight to `target` at the fill; returns the period factor.
     #[inline(never)]
     fn trade(&mut self, m: f64, target: f64, cost: f64) -> f64 {
-        let f = self.weight;
-        // Equity after paying c·|traded notional| out of itself (see the module docs).
-        let k = if target > f {
-            (1.0 + cost * f) / (1.0 + cost * target)
-        } else {
-            (1.0 - cost * f) / (1.0 - cost * target)
-        };
+        let k = fee_factor(self.weight, target, cost);
         let before_fee = self.equity * m;
         let m = m * k;
         let after = self.equity * m;
@@ -187,6 +192,11 @@ impl Account {
     /// Equity now (1 at the start).
     pub(crate) fn equity(&self) -> f64 {
         self.equity
+    }
+
+    /// Fraction of equity held as of the last mark, and the last executed target.
+    pub(crate) fn position(&self) -> (f64, f64) {
+        (self.weight, self.held)
     }
 
     /// The lane's accumulators.

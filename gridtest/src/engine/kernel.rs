@@ -4,6 +4,7 @@ use super::account::Account;
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::panic_capture;
+use super::trace::{self, Before, CellTrace};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::{FeedBatch, NS_PER_DAY};
 use crate::params::{ParamSet, Params};
@@ -131,6 +132,8 @@ pub(crate) struct Kernel<S: Strategy> {
     /// Whether each day's close is recorded, and the days that ended so far.
     record_days: bool,
     days: Vec<i64>,
+    /// The fills and equity of the (single) lane, when tracing it.
+    trace: Option<CellTrace>,
 }
 
 impl<S: Strategy> Kernel<S> {
@@ -179,7 +182,20 @@ impl<S: Strategy> Kernel<S> {
             tile_periods: 0,
             record_days: false,
             days: Vec::new(),
+            trace: None,
         }
+    }
+
+    /// Records the fills and the equity after every event of the first lane (see
+    /// [`CellTrace`]), through a loop of its own.
+    pub(crate) fn tracing(mut self) -> Self {
+        self.trace = Some(CellTrace::default());
+        self
+    }
+
+    /// The trace recorded (empty when not tracing).
+    pub(crate) fn take_trace(&mut self) -> CellTrace {
+        self.trace.take().unwrap_or_default()
     }
 
     /// Records each lane's equity at the close of every day (see [`DayReturns`]).
@@ -211,6 +227,7 @@ impl<S: Strategy> Kernel<S> {
         let periods = if seen == 0 { n - 1 } else { n };
         let (cost, max_leverage) = (self.cost, self.max_leverage);
         let window = &self.window;
+        let trace = &mut self.trace;
         for lane in &mut self.lanes {
             let Lane::Live {
                 strategy,
@@ -221,6 +238,10 @@ impl<S: Strategy> Kernel<S> {
                 continue;
             };
             let ran = panic_capture::catch(|| {
+                if let Some(trace) = trace.as_mut() {
+                    let costs = (cost, max_leverage);
+                    return run_traced(strategy, account, window, seen, costs, trace);
+                }
                 let mut from = 0;
                 for &day_start in &window.day_starts {
                     run_segment(
@@ -312,6 +333,54 @@ impl<S: Strategy> Kernel<S> {
             Vec::new()
         };
         (outcomes, DayReturns { days, per_set })
+    }
+}
+
+/// [`run_lane`] for a traced lane, event by event: the same steps, and after each the fill
+/// (when the position changed) and the equity.
+fn run_traced<S: Strategy>(
+    strategy: &mut S,
+    account: &mut Account,
+    window: &Window,
+    seen: u64,
+    (cost, max_leverage): (f64, f64),
+    trace: &mut CellTrace,
+) {
+    let (l, n) = (window.lookback, window.len);
+    let mut cursor = window.cursor::<S::Feed>(seen);
+    let mut first = 0;
+    if seen == 0 {
+        cursor.set(l, 0);
+        let target = strategy.on_data(&cursor);
+        account.set_target(target, 0, max_leverage);
+        trace.equity.push((window.ts[l], account.equity()));
+        first = 1;
+    }
+    let fill_price = &window.cols[<S::Feed as Feed>::FILL];
+    for j in first..n {
+        let (g_fill, g_hold) = (window.g_fill[j], window.g_hold[j]);
+        let (weight, held) = account.position();
+        let before = Before {
+            equity: account.equity(),
+            weight,
+            held,
+        };
+        if <S::Feed as Feed>::INTRABAR {
+            account.step::<true>(g_fill, g_hold, cost);
+        } else {
+            account.step::<false>(g_fill, 1.0, cost);
+        }
+        let index = seen + j as u64;
+        let ts = window.ts[l + j];
+        let now = account.position().1;
+        if now != before.held {
+            let event = (index, ts, fill_price[l + j], g_fill);
+            trace.fills.push(trace::fill(before, event, now, cost));
+        }
+        trace.equity.push((ts, account.equity()));
+        cursor.set(l + j, index);
+        let target = strategy.on_data(&cursor);
+        account.set_target(target, index, max_leverage);
     }
 }
 

@@ -9,13 +9,25 @@ use crate::sweep::{ResearchReport, ReturnsBook, SweepError};
 /// Default memory budget for the sets' daily returns, MiB.
 pub const DEFAULT_RETURNS_MB: u64 = 1024;
 
+/// When a sweep records its cells' daily returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recording {
+    /// Unless this node runs device (GPU) scorers: the device kernels do not record days, and a
+    /// unit that records runs on the CPU engine.
+    #[default]
+    Auto,
+    /// Always, device scorers or not (their units then run on the CPU engine).
+    Always,
+    /// Never: no research report.
+    Never,
+}
+
 /// What a sweep records of its sets' daily returns, and what it writes of them.
 #[derive(Clone, Debug)]
 pub struct ReturnsOptions {
-    /// Record each cell's daily returns and compute the research report (deflated Sharpe
-    /// ratios, effective trials, PBO, walk-forward: `research.json`). Units that record run on
-    /// the CPU engine (the device kernels do not record days).
-    pub record: bool,
+    /// When to record each cell's daily returns and compute the research report (deflated
+    /// Sharpe ratios, effective trials, PBO, walk-forward: `research.json`).
+    pub record: Recording,
     /// Most bytes the sets' daily returns may take in memory (one `f64` per set and day): a
     /// sweep that needs more records nothing and says so.
     pub memory_bytes: u64,
@@ -26,20 +38,31 @@ pub struct ReturnsOptions {
 impl Default for ReturnsOptions {
     fn default() -> Self {
         Self {
-            record: true,
+            record: Recording::Auto,
             memory_bytes: DEFAULT_RETURNS_MB << 20,
             write: false,
         }
     }
 }
 
-/// The book the sweep's returns go to, or why there is none.
-pub(super) fn open_book(
+/// The book the sweep's returns go to, or why there is none; `devices`: whether this node
+/// runs device (GPU) scorers.
+fn open_book(
     plan: &Plan,
     opts: &ReturnsOptions,
+    devices: bool,
 ) -> std::result::Result<ReturnsBook, String> {
-    if !opts.record {
-        return Err("daily returns are not recorded (--no-returns)".to_owned());
+    match (opts.record, devices) {
+        (Recording::Never, _) => {
+            return Err("daily returns are not recorded (--returns never)".to_owned());
+        }
+        (Recording::Auto, true) => {
+            return Err(
+                "daily returns are not recorded on a node with GPU scorers (--returns always)"
+                    .to_owned(),
+            );
+        }
+        _ => {}
     }
     let mut infos = Vec::with_capacity(plan.infos.len());
     for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
@@ -59,6 +82,27 @@ pub(super) fn open_book(
         ));
     }
     Ok(ReturnsBook::new(&infos, n_sets))
+}
+
+/// The book for a run with `opts` (`None`, logged, when it records no returns); an error when
+/// it ranks by DSR without them.
+pub(super) fn book_for(
+    plan: &Plan,
+    opts: &super::RunOptions,
+    devices: bool,
+) -> Result<Option<ReturnsBook>> {
+    match open_book(plan, &opts.returns, devices) {
+        Ok(book) => Ok(Some(book)),
+        Err(why) if opts.rank_by == crate::metrics::RankMetric::Dsr => Err(Error::Config {
+            problems: vec![format!(
+                "--rank-by dsr needs the sets' daily returns, but {why}"
+            )],
+        }),
+        Err(why) => {
+            tracing::info!(why = %why, "no research report");
+            Ok(None)
+        }
+    }
 }
 
 /// Computes the research report from the recorded returns and writes `research.json` (and

@@ -264,7 +264,11 @@ impl Leaderboard {
         header.extend(self.axes.iter().cloned());
         header.extend(
             [
-                &format!("{} (mean)", self.metric),
+                &if self.metric == RankMetric::Dsr {
+                    "rank: dsr".to_owned()
+                } else {
+                    format!("{} (mean)", self.metric)
+                },
                 "return",
                 "sharpe",
                 "dsr",
@@ -322,8 +326,8 @@ impl Leaderboard {
     }
 }
 
-/// Leaderboard rows as CSV: rank, the axes, then the figures, `shards`, `failed` and
-/// `param_set_id`.
+/// Leaderboard rows as CSV: rank, the axes, then the figures, `shards`, `failed`,
+/// `param_set_id` and `dsr` (empty when the sweep recorded no daily returns).
 pub struct LeaderCsv<W: std::io::Write> {
     out: csv::Writer<W>,
     axes: Vec<String>,
@@ -342,7 +346,7 @@ impl<W: std::io::Write> LeaderCsv<W> {
         header.extend(&LeaderRow::FIGURES[..6]);
         header.push("trades");
         header.extend(&LeaderRow::FIGURES[6..]);
-        header.extend(["shards", "failed", "param_set_id"]);
+        header.extend(["shards", "failed", "param_set_id", "dsr"]);
         out.write_record(&header)?;
         Ok(Self {
             out,
@@ -379,6 +383,10 @@ impl<W: std::io::Write> LeaderCsv<W> {
         field(&mut self.out, &r.shards)?;
         field(&mut self.out, &r.failed)?;
         field(&mut self.out, &r.param_set_id)?;
+        match r.dsr {
+            Some(d) => field(&mut self.out, &d)?,
+            None => self.out.write_field("")?,
+        }
         self.out.write_record(None::<&[u8]>)
     }
 

@@ -1,5 +1,4 @@
-//! `Ledger`: the state of every work unit and cell of a sweep. Pure (no actors, no I/O), so the
-//! scheduling rules are tested on their own.
+//! `Ledger`: the state of every work unit and cell of a sweep. Pure (no actors, no I/O).
 //!
 //! Its memory does not grow with the grid's cells: a unit names a span of the grid (see
 //! [`SetSpan`]) and keeps one bit per open cell; final cells are handed out through
@@ -42,8 +41,7 @@ pub struct SetResult {
     pub param_set: ParamSetId,
     /// Its outcome.
     pub outcome: CellOutcome,
-    /// Its return on each day of the shard that holds data, when the sweep records them
-    /// (empty otherwise, and for a failed cell).
+    /// Its return per day of the shard with data, when recorded (else empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub day_returns: Vec<f64>,
 }
@@ -57,7 +55,7 @@ pub struct FinalCell {
     pub place: SetPlace,
     /// Its final outcome.
     pub outcome: CellOutcome,
-    /// Its return per day of the shard, when recorded (see [`SetResult::day_returns`]).
+    /// Its return per day, when recorded ([`SetResult::day_returns`]).
     pub day_returns: Vec<f64>,
 }
 

@@ -5,11 +5,13 @@
 //! while its cells pass, so memory stays flat whatever the grid's size.
 
 mod board;
+mod by_dsr;
 mod cells;
 mod ordered;
 
 pub use ordered::{ORDERED_BUFFER, OrderedRender};
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,8 +21,8 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext, col, lit};
 use futures::StreamExt;
-use object_store::ObjectStore;
 use object_store::buffered::BufWriter as StoreWriter;
+use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::io::AsyncWriteExt;
 
 use self::board::{BoardSpool, SortedBoard, write_leaderboard};
@@ -42,6 +44,23 @@ pub const RESULTS_PARQUET: &str = "results.parquet";
 pub const LEADERBOARD_CSV: &str = "leaderboard.csv";
 /// The output files.
 pub const OUTPUT_FILES: [&str; 3] = [RESULTS_CSV, RESULTS_PARQUET, LEADERBOARD_CSV];
+
+/// The research report (when the sweep recorded daily returns).
+pub const RESEARCH_JSON: &str = "research.json";
+/// Every set's daily returns (when asked for).
+pub const RETURNS_PARQUET: &str = "returns.parquet";
+/// Output files a sweep writes only in some runs: copied when present, removed from the target
+/// when not (so no stale report survives beside fresh results).
+pub const OPTIONAL_FILES: [&str; 2] = [RESEARCH_JSON, RETURNS_PARQUET];
+
+/// The output files present in `from`: [`OUTPUT_FILES`], then those of [`OPTIONAL_FILES`] it
+/// holds.
+fn present_files(from: &Path) -> Vec<&'static str> {
+    let optional = OPTIONAL_FILES
+        .into_iter()
+        .filter(|n| from.join(n).is_file());
+    OUTPUT_FILES.into_iter().chain(optional).collect()
+}
 
 /// Memory DataFusion may use to sort a spool before it spills to disk.
 pub const SORT_MEMORY: usize = 128 << 20;
@@ -127,6 +146,7 @@ async fn conclude(
     }
     pass.close_set()?;
     let Pass {
+        metric,
         axes,
         expander,
         cells,
@@ -134,6 +154,7 @@ async fn conclude(
         best,
         board_dir,
         mut rendered,
+        dsr,
         ..
     } = pass;
     cells.finish()?;
@@ -142,15 +163,28 @@ async fn conclude(
         rows: board.finish()?,
         memory: sort_memory,
     };
-    write_leaderboard(
-        &board,
-        &expander,
-        &axes,
-        &rendered.dir.join(LEADERBOARD_CSV),
-    )
-    .await?;
+    let by_dsr = dsr.as_deref().filter(|_| metric == RankMetric::Dsr);
+    if let Some(dsr) = by_dsr {
+        by_dsr::rekey(&board_dir, dsr)?;
+    }
+    let keep = if by_dsr.is_some() {
+        LEADERBOARD_ROWS
+    } else {
+        0
+    };
+    let path = rendered.dir.join(LEADERBOARD_CSV);
+    let top = write_leaderboard(&board, &expander, &axes, &path, (dsr.as_deref(), keep)).await?;
     let _ = std::fs::remove_dir_all(&board_dir);
-    rendered.leaderboard = best.into_leaderboard(axes);
+    rendered.leaderboard = if by_dsr.is_some() {
+        Leaderboard {
+            metric,
+            axes,
+            rows: top,
+            ranked: usize::try_from(board.rows).unwrap_or(usize::MAX),
+        }
+    } else {
+        best.into_leaderboard(axes)
+    };
     Ok(rendered)
 }
 
@@ -177,6 +211,8 @@ struct Pass {
     board_dir: PathBuf,
     rendered: Rendered,
     open: Option<OpenSet>,
+    /// Each set's deflated Sharpe ratio, when known at the end (see [`OrderedRender::with_dsr`]).
+    dsr: Option<Arc<HashMap<ParamSetId, f64>>>,
 }
 
 impl Pass {
@@ -208,6 +244,7 @@ impl Pass {
             },
             axes,
             open: None,
+            dsr: None,
         })
     }
 
@@ -333,7 +370,8 @@ pub fn write_all(from: &Path, dir: &Path) -> Result<(), SweepError> {
             let _ = std::fs::remove_file(temporary);
         }
     };
-    for name in OUTPUT_FILES {
+    let names = present_files(from);
+    for &name in &names {
         let target = dir.join(name);
         let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         staged.push((temporary.clone(), target.clone()));
@@ -348,6 +386,9 @@ pub fn write_all(from: &Path, dir: &Path) -> Result<(), SweepError> {
             discard(&staged[i..]);
             return Err(output_error(target, e));
         }
+    }
+    for stale in OPTIONAL_FILES.iter().filter(|n| !names.contains(n)) {
+        let _ = std::fs::remove_file(dir.join(stale));
     }
     Ok(())
 }
@@ -376,7 +417,11 @@ pub async fn write_to_store(from: &Path, location: &Location) -> Result<(), Swee
         path: location.to_string(),
         reason: e.to_string(),
     })?;
-    for name in OUTPUT_FILES {
+    let names = present_files(from);
+    for stale in OPTIONAL_FILES.iter().filter(|n| !names.contains(n)) {
+        let _ = store.delete(&dir.clone().join(*stale)).await;
+    }
+    for name in names {
         let path = dir.clone().join(name);
         let fail = |e: &dyn std::fmt::Display| SweepError::Output {
             path: location.object_url(&path),

@@ -1,6 +1,7 @@
 //! The leaderboard out of core: each set's row is spooled to Parquet parts as its cells pass,
 //! then DataFusion sorts the parts by rank into `leaderboard.csv`.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -152,13 +153,16 @@ pub(super) struct SortedBoard<'a> {
     pub(super) memory: usize,
 }
 
-/// Writes `leaderboard.csv` from the board parts: every set, best first.
+/// Writes `leaderboard.csv` from the board parts: every set, best first, with its DSR when
+/// `dsr` gives them; returns the first `keep` rows.
 pub(super) async fn write_leaderboard(
     board: &SortedBoard<'_>,
     expander: &SetExpander,
     axes: &[String],
     path: &Path,
-) -> Result<(), SweepError> {
+    (dsr, keep): (Option<&HashMap<ParamSetId, f64>>, usize),
+) -> Result<Vec<LeaderRow>, SweepError> {
+    let mut top = Vec::new();
     let dir = board.dir;
     let file = File::create(path).map_err(|e| output_error(path, e))?;
     let mut out = LeaderCsv::new(BufWriter::new(file), axes).map_err(|e| output_error(path, e))?;
@@ -208,10 +212,14 @@ pub(super) async fn write_leaderboard(
                 win_rate: f(6),
                 profit_factor: f(7),
                 exposure: f(8),
-                dsr: None,
+                dsr: dsr.and_then(|d| d.get(&ParamSetId(id.value(i))).copied()),
             };
             out.write(&row).map_err(|e| output_error(path, e))?;
+            if top.len() < keep {
+                top.push(row);
+            }
         }
     }
-    out.finish().map_err(|e| output_error(path, e))
+    out.finish().map_err(|e| output_error(path, e))?;
+    Ok(top)
 }

@@ -6,9 +6,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::{Pass, Rendered, SORT_MEMORY, Subject, conclude};
 use crate::data::ShardId;
+use crate::params::ParamSetId;
 use crate::sweep::SweepError;
 use crate::sweep::ledger::FinalCell;
 use crate::sweep::spool::{Spool, SpoolRow};
@@ -110,6 +112,13 @@ impl OrderedRender {
             );
             self.stop();
         }
+    }
+
+    /// Gives the leaderboard each set's deflated Sharpe ratio (a `dsr` column; the ranking when
+    /// the metric is [`RankMetric::Dsr`](crate::metrics::RankMetric::Dsr)), known once every
+    /// cell is final.
+    pub fn with_dsr(&mut self, dsr: Arc<HashMap<ParamSetId, f64>>) {
+        self.pass.dsr = Some(dsr);
     }
 
     /// Cells passed to the files so far.

@@ -1,0 +1,132 @@
+//! `--replay <id>`: a persisted sweep (or one cell) re-executed and compared with the record;
+//! with `--cell <set>@<symbol> --trades FILE --equity FILE`, the cell's fills and equity curve
+//! written as CSV.
+
+use std::path::Path;
+
+use super::RunArgs;
+use crate::error::{Error, Result};
+use crate::execute::RunOptions;
+use crate::replay::{ReplayScope, TracedCell};
+use crate::storage::Location;
+use crate::sweep::{SweepError, SweepId};
+
+/// `--replay`: re-executes a persisted sweep and prints how its cells compare to the record.
+pub(super) async fn replay(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions) -> Result<()> {
+    let root = match &opts.results {
+        Some(root) => root.clone(),
+        None => Location::parse("results")?,
+    };
+    let scope = args.cell.clone().unwrap_or(crate::replay::ReplayScope::All);
+    let report = crate::replay::replay(&root, sweep_id, &scope, args.force).await?;
+    for c in &report.changed_files {
+        println!("data changed (forced): {}: {}", c.url, c.change);
+    }
+    println!(
+        "replayed {} cells of sweep {sweep_id}: {} identical, {} different",
+        report.cells,
+        report.identical,
+        report.differences.len()
+    );
+    for (key, before, after) in report.differences.iter().take(10) {
+        println!("  {key}: recorded {before:?}, now {after:?}");
+    }
+    match report.differences.first() {
+        Some((key, _, _)) => Err(Error::ReplayMismatch {
+            sweep: sweep_id.clone(),
+            cells: report.cells,
+            differing: report.differences.len(),
+            first: key.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Traces the cell `args.cell` of sweep `sweep_id` and writes the files asked for.
+pub(super) async fn write(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions) -> Result<()> {
+    let root = match &opts.results {
+        Some(root) => root.clone(),
+        None => Location::parse("results")?,
+    };
+    let Some(ReplayScope::Cell { param_set, symbol }) = &args.cell else {
+        return Err(Error::Config {
+            problems: vec!["--trades and --equity need --cell PARAM_SET_ID@SYMBOL".to_owned()],
+        });
+    };
+    let cell = crate::replay::trace(&root, sweep_id, (*param_set, symbol), args.force).await?;
+    if let Some(path) = &args.trades {
+        write_trades(path, &cell).map_err(|e| output_error(path, e))?;
+    }
+    if let Some(path) = &args.equity {
+        write_equity(path, &cell).map_err(|e| output_error(path, e))?;
+    }
+    println!(
+        "cell {}: {} fills, total return {:+.4}% ({} the record){}",
+        cell.key,
+        cell.trace.fills.len(),
+        cell.outcome.as_ref().map_or(f64::NAN, |m| m.total_return) * 100.0,
+        if cell.identical {
+            "identical to"
+        } else {
+            "DIFFERENT from"
+        },
+        cell.outcome
+            .as_ref()
+            .err()
+            .map_or_else(String::new, |f| format!(": the cell failed: {f}"))
+    );
+    if cell.identical {
+        Ok(())
+    } else {
+        Err(Error::ReplayMismatch {
+            sweep: sweep_id.clone(),
+            cells: 1,
+            differing: 1,
+            first: cell.key.to_string(),
+        })
+    }
+}
+
+/// RFC 3339 (nanoseconds, UTC) of a timestamp.
+fn time(ts: i64) -> String {
+    chrono::DateTime::from_timestamp_nanos(ts).to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+}
+
+fn write_trades(path: &Path, cell: &TracedCell) -> csv::Result<()> {
+    let mut out = csv::Writer::from_path(path)?;
+    out.write_record([
+        "index", "time", "price", "units", "side", "fee", "weight", "equity",
+    ])?;
+    for f in &cell.trace.fills {
+        out.write_record([
+            f.index.to_string(),
+            time(f.ts),
+            f.price.to_string(),
+            f.units.to_string(),
+            f.side.to_string(),
+            f.fee.to_string(),
+            f.weight.to_string(),
+            f.equity.to_string(),
+        ])?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn write_equity(path: &Path, cell: &TracedCell) -> csv::Result<()> {
+    let mut out = csv::Writer::from_path(path)?;
+    out.write_record(["time", "equity"])?;
+    for &(ts, equity) in &cell.trace.equity {
+        out.write_record([time(ts), equity.to_string()])?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    SweepError::Output {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+    .into()
+}
