@@ -73,3 +73,47 @@ fn unknown_symbols_and_missing_datasets_name_themselves() {
         "{err}"
     );
 }
+
+/// `random` search: a seeded sample of exactly N sets, the same on every node (it travels with
+/// the grid), swept like any grid, each set a trial of the DSR.
+#[test]
+fn a_random_sample_of_the_grid_is_exact_seeded_and_swept() {
+    let full = gridtest_tests::w1_grid();
+    let sample = full.clone().sample(100, 3);
+    assert_eq!(sample.len(), 100);
+    let sets: Vec<gridtest::ParamSet> = sample.iter().collect();
+    let all: std::collections::HashSet<gridtest::ParamSetId> =
+        full.iter().map(|s| s.id()).collect();
+    assert!(
+        sets.iter().all(|s| all.contains(&s.id())),
+        "a subset of the grid"
+    );
+    assert_eq!(
+        sets,
+        full.clone().sample(100, 3).iter().collect::<Vec<_>>(),
+        "seeded"
+    );
+    assert_ne!(sets, full.clone().sample(100, 4).iter().collect::<Vec<_>>());
+    assert_eq!(
+        full.clone().sample(5000, 3).len(),
+        955,
+        "all of a smaller grid"
+    );
+    // The sample travels with the grid: what a worker decodes expands to the same sets.
+    let json = serde_json::to_string(&sample).unwrap();
+    let decoded: gridtest::Grid = serde_json::from_str(&json).unwrap();
+    assert_eq!(decoded.iter().collect::<Vec<_>>(), sets);
+    assert!(
+        !serde_json::to_string(&full).unwrap().contains("sample"),
+        "ids of full grids unchanged"
+    );
+
+    let (data, _) = gridtest_tests::w1_smoke();
+    let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
+        .grid(sample)
+        .data(data.display().to_string());
+    let results = gridtest_tests::run(&sweep);
+    assert_eq!(results.n_sets(), 100);
+    assert_eq!(results.recorded(), 200);
+    assert_eq!(results.research().map(|r| r.trials), Some(100));
+}

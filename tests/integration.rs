@@ -15,6 +15,7 @@ mod macros;
 mod panics;
 mod registry;
 mod replay;
+mod report;
 mod research;
 mod s3;
 mod streaming;

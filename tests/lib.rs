@@ -233,9 +233,10 @@ pub fn compare_w1(got: &W1Table, reference: &W1Table) -> Result<W1Diff, String> 
 /// A test cannot run here because `component` is missing: prints `SKIPPED test: why` and
 /// returns, unless `GRIDTEST_REQUIRE` (a comma-separated list, or `all`) names the component,
 /// in which case the test fails. `.ci/run` requires what CI provides (`s3`, `moto`, `cxx`,
-/// `nvrtc`, `openssl`, `scipy`), so a component that silently went missing fails CI instead of
-/// passing as a skip. Components: `s3`, `moto`, `cxx` (a C++20 compiler), `nvrtc`, `openssl`,
-/// `scipy` (a Python with numpy and scipy: `GRIDTEST_RESEARCH_PYTHON`), `kubectl`, `gpu`.
+/// `nvrtc`, `openssl`, `scipy`, `chromium`), so a component that silently went missing fails CI
+/// instead of passing as a skip. Components: `s3`, `moto`, `cxx` (a C++20 compiler), `nvrtc`,
+/// `openssl`, `scipy` (a Python with numpy and scipy: `GRIDTEST_RESEARCH_PYTHON`), `chromium`
+/// (headless, for `report.html`: `GRIDTEST_CHROMIUM`), `kubectl`, `gpu`.
 ///
 /// # Panics
 /// When the component is required.

@@ -263,7 +263,7 @@ async fn finish(
     let rendered = match outcome.render {
         // Most cells were written while the sweep computed: the rest, and the leaderboard.
         Some(mut render) => {
-            if let Some(report) = &research {
+            if let Some((report, _)) = &research {
                 render.with_dsr(std::sync::Arc::new(report.dsr.clone()));
             }
             render.finish(&spool).await?
@@ -282,6 +282,7 @@ async fn finish(
         ms = started.elapsed().as_millis() as u64,
         "outputs rendered"
     );
+    let trades = research::trace_best(&plan, &rendered.leaderboard).await;
     let sweep_id = plan.spec.id();
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,
@@ -301,9 +302,11 @@ async fn finish(
         persist_failure: outcome.persist_failure,
         ledger: outcome.ledger,
     });
-    if let Some(report) = research {
+    let (report, returns) = research.unzip();
+    if let Some(report) = report {
         results = results.with_research(report);
     }
+    research::write_page(&results, returns.as_ref(), trades)?;
     if let Some(root) = &opts.results {
         persist_results(&mut results, root).await;
     }

@@ -8,6 +8,7 @@
 mod constraint;
 mod expand;
 mod grid;
+mod sample;
 mod value;
 
 use std::fmt;
@@ -20,6 +21,7 @@ use sha2::{Digest, Sha256};
 pub use constraint::{CmpOp, Constraint, Operand};
 pub use expand::{GridIter, GridSlice, SetExpander};
 pub use grid::{Axis, Grid, GridError, GridProblem};
+pub use sample::Sample;
 pub use value::{ParamKind, ParamValue};
 
 /// Where a parameter set sits in its grid: its `index` among the grid's sets (grid order,

@@ -129,6 +129,13 @@ pub struct RunArgs {
     /// With --replay --cell: write the cell's equity after every event to this CSV.
     #[arg(long, value_name = "FILE", requires = "cell")]
     pub equity: Option<PathBuf>,
+    /// Random search: sweep a seeded sample of N of the grid's sets (every one counts as a
+    /// trial of the DSR), for grids too large to sweep exhaustively.
+    #[arg(long, value_name = "N")]
+    pub random: Option<u64>,
+    /// Seed of --random.
+    #[arg(long, default_value_t = 0, requires = "random")]
+    pub seed: u64,
     /// Head: run no sweep of its own; serve sweeps submitted with `gridtest submit` until
     /// SIGTERM, one after another, each persisted under --results (ignored by workers).
     #[arg(long)]
@@ -158,6 +165,10 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
     }
     if let Some(s) = &args.symbols {
         sweep = sweep.symbols(s.clone());
+    }
+    if let Some(n) = args.random {
+        let sampled = sweep.grid_ref().clone().sample(n, args.seed);
+        sweep = sweep.grid(sampled);
     }
     let (from, to) = sweep.date_range();
     sweep = sweep.dates(args.from.or(from), args.to.or(to));

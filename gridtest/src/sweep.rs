@@ -9,6 +9,7 @@ mod leaderboard;
 mod ledger;
 mod node_stats;
 pub mod output;
+pub mod report;
 mod research_report;
 mod set_returns;
 pub mod spool;

@@ -3,8 +3,13 @@
 use std::path::Path;
 
 use super::Plan;
+use crate::data::ShardReader;
+use crate::engine::Fill;
 use crate::error::{Error, Result};
-use crate::sweep::{ResearchReport, ReturnsBook, SweepError};
+use crate::sweep::report::{self, ReportInput};
+use crate::sweep::{
+    Leaderboard, ResearchReport, ReturnsBook, SetReturns, SweepError, SweepResults,
+};
 
 /// Default memory budget for the sets' daily returns, MiB.
 pub const DEFAULT_RETURNS_MB: u64 = 1024;
@@ -106,19 +111,19 @@ pub(super) fn book_for(
 }
 
 /// Computes the research report from the recorded returns and writes `research.json` (and
-/// `returns.parquet` when asked) into `out`.
+/// `returns.parquet` when asked) into `out`; the report and the sets' returns.
 pub(super) async fn conclude(
     book: ReturnsBook,
     plan: &Plan,
     opts: &ReturnsOptions,
     out: &Path,
-) -> Result<ResearchReport> {
+) -> Result<(ResearchReport, SetReturns)> {
     let trials = plan.n_sets as u64;
     let per_year = plan.spec.exec.trading_days_per_year;
     let expander = plan.spec.grid.expander();
     let (write, out) = (opts.write, out.to_owned());
     let mismatched = book.mismatched();
-    tokio::task::spawn_blocking(move || -> Result<ResearchReport> {
+    tokio::task::spawn_blocking(move || -> Result<(ResearchReport, SetReturns)> {
         let returns = book.finish();
         let mut report = ResearchReport::compute(&returns, trials, per_year);
         if mismatched > 0 {
@@ -142,10 +147,55 @@ pub(super) async fn conclude(
         if write {
             returns.write_parquet(&out.join("returns.parquet"))?;
         }
-        Ok(report)
+        Ok((report, returns))
     })
     .await
     .map_err(|e| Error::actors("computing the research report", e))?
+}
+
+/// The fills of the best set on the first shard, traced again (one set, one shard).
+pub(super) async fn trace_best(plan: &Plan, board: &Leaderboard) -> Option<(String, Vec<Fill>)> {
+    let row = board.rows.first()?;
+    let shard = plan.spec.shards.first()?;
+    let data = ShardReader::try_new(&plan.dataset)
+        .ok()?
+        .load(shard)
+        .await
+        .ok()?;
+    let (set, exec, trace) = (
+        row.params.clone(),
+        plan.spec.exec.clone(),
+        plan.strategy.trace,
+    );
+    let label = format!("{set} on {}", shard.symbol());
+    let (_, traced) = tokio::task::spawn_blocking(move || trace(&data, &set, &exec))
+        .await
+        .ok()?;
+    Some((label, traced.fills))
+}
+
+/// Writes `report.html` beside the other outputs of `results`.
+pub(super) fn write_page(
+    results: &SweepResults,
+    returns: Option<&SetReturns>,
+    trades: Option<(String, Vec<Fill>)>,
+) -> Result<()> {
+    let info = results.run_info();
+    let nodes = info.map(|i| i.nodes.clone()).unwrap_or_default();
+    let title = format!(
+        "{} — sweep {}",
+        results.strategy(),
+        info.map(|i| i.sweep_id.to_string()).unwrap_or_default()
+    );
+    let input = ReportInput {
+        title,
+        grid: results.grid(),
+        leaderboard: results.leaderboard(),
+        research: results.research().zip(returns),
+        trades,
+        nodes: &nodes,
+    };
+    Ok(report::write(results.output_dir(), input)?)
 }
 
 fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::constraint::{CmpOp, Operand};
 use super::grid::Grid;
+use super::sample::Sample;
 use super::{ParamSet, ParamValue};
 
 /// A constraint with its axes resolved to positions.
@@ -27,6 +28,7 @@ pub(super) struct Compiled {
     names: Vec<Arc<str>>,
     values: Vec<Vec<ParamValue>>,
     constraints: Vec<CompiledConstraint>,
+    sample: Option<Sample>,
 }
 
 impl Compiled {
@@ -54,10 +56,16 @@ impl Compiled {
                 .collect(),
             values: grid.axes().iter().map(|a| a.values.clone()).collect(),
             constraints,
+            sample: grid.sampled().copied(),
         })
     }
 
-    fn accepts(&self, idx: &[usize]) -> bool {
+    fn accepts(&self, idx: &[usize], position: u64) -> bool {
+        self.sample.is_none_or(|s| s.contains(position)) && self.satisfies(idx)
+    }
+
+    /// Whether the combination `idx` satisfies every constraint.
+    fn satisfies(&self, idx: &[usize]) -> bool {
         self.constraints.iter().all(|c| {
             let left = &self.values[c.left][idx[c.left]];
             let right = match &c.right {
@@ -171,7 +179,7 @@ impl GridSlice {
         let c = compiled.as_ref()?;
         while *next < *end {
             let position = *next;
-            let accepted = c.accepts(idx);
+            let accepted = c.accepts(idx, position);
             let made = if accepted { make(c, idx) } else { None };
             *next += 1;
             if *next < *end {
@@ -213,7 +221,7 @@ impl SetExpander {
             return None;
         }
         let idx = c.digits(position);
-        c.accepts(&idx).then(|| c.set(&idx))
+        c.accepts(&idx, position).then(|| c.set(&idx))
     }
 }
 

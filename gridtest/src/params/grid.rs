@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::constraint::{Constraint, Operand};
 use super::expand::{Compiled, GridIter, GridSlice, SetExpander};
+use super::sample::Sample;
 use super::{ParamField, ParamKind, ParamSet, ParamValue};
 
 /// One axis: a parameter name and the values it takes, in order.
@@ -43,6 +44,9 @@ pub struct Grid {
     /// Expressions that did not parse, reported by [`Grid::check`].
     #[serde(skip)]
     unparsed: Vec<(String, String)>,
+    /// A seeded random sample of the sets, when only some are swept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sample: Option<Sample>,
 }
 
 /// One thing wrong with a grid.
@@ -156,6 +160,34 @@ impl Grid {
     pub fn with_constraint(mut self, constraint: Constraint) -> Self {
         self.constraints.push(constraint);
         self
+    }
+
+    /// Keeps a seeded random sample of exactly `n` of the sets the axes and constraints give (all
+    /// of them if there are fewer): the `random` search mode, for grids too large to sweep
+    /// exhaustively. The same seed gives the same sample on every node; the sample is part of
+    /// the grid (and so of the sweep's id). Choosing costs one pass over the combinations.
+    ///
+    /// ```
+    /// use gridtest::Grid;
+    /// let full = Grid::new().axis("a", 0..100).axis("b", 0..100).constrain("a < b");
+    /// let some = full.clone().sample(50, 7);
+    /// assert_eq!(some.len(), 50);
+    /// assert!(some.iter().all(|s| full.iter().any(|f| f == s)));
+    /// assert_eq!(some, full.clone().sample(50, 7));
+    /// assert_ne!(some, full.clone().sample(50, 8));
+    /// ```
+    #[must_use]
+    pub fn sample(mut self, n: u64, seed: u64) -> Self {
+        self.sample = None;
+        let positions = self.slice(0..self.product_len() as u64).positions();
+        self.sample = Some(Sample::choose(n, seed, positions));
+        self
+    }
+
+    /// The sample kept, if only some sets are swept (see [`Grid::sample`]).
+    #[must_use]
+    pub fn sampled(&self) -> Option<&Sample> {
+        self.sample.as_ref()
     }
 
     /// The axes, in declaration order.

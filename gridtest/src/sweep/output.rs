@@ -51,7 +51,7 @@ pub const RESEARCH_JSON: &str = "research.json";
 pub const RETURNS_PARQUET: &str = "returns.parquet";
 /// Output files a sweep writes only in some runs: copied when present, removed from the target
 /// when not (so no stale report survives beside fresh results).
-pub const OPTIONAL_FILES: [&str; 2] = [RESEARCH_JSON, RETURNS_PARQUET];
+pub const OPTIONAL_FILES: [&str; 3] = [RESEARCH_JSON, RETURNS_PARQUET, super::report::REPORT_HTML];
 
 /// The output files present in `from`: [`OUTPUT_FILES`], then those of [`OPTIONAL_FILES`] it
 /// holds.

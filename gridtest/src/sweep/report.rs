@@ -1,0 +1,284 @@
+//! `report.html`: one self-contained page (no network, no CDN) per sweep — the leaderboard with
+//! DSR, a heatmap of a metric over any two parameter axes (chosen in the page; the other axes
+//! averaged), equity and drawdown curves of the top sets, the PBO panel (logit histogram, in- vs
+//! out-of-sample scatter), the walk-forward windows, the trades of the best cell and per-node
+//! throughput. The figures travel as JSON inside the page and a small inline script draws them
+//! as SVG, so the page needs nothing but a browser.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::SweepError;
+use super::leaderboard::Leaderboard;
+use super::node_stats::NodeStats;
+use super::output::{LEADERBOARD_CSV, output_error};
+use super::research_report::{PboSummary, ResearchReport, WalkForwardSummary};
+use super::set_returns::SetReturns;
+use crate::engine::Fill;
+use crate::params::{Grid, ParamSetId};
+
+/// The page's name in a sweep's output folder.
+pub const REPORT_HTML: &str = "report.html";
+/// Most grid points the heatmap carries (the page stays small); beyond, it says so.
+pub const MAX_POINTS: usize = 200_000;
+/// Equity curves drawn.
+const CURVES: usize = 5;
+
+/// What the page shows.
+#[derive(Debug)]
+pub struct ReportInput<'a> {
+    /// Title (strategy and sweep).
+    pub title: String,
+    /// The grid.
+    pub grid: &'a Grid,
+    /// The leaderboard (its top rows are listed).
+    pub leaderboard: &'a Leaderboard,
+    /// The research report and the sets' returns, when recorded.
+    pub research: Option<(&'a ResearchReport, &'a SetReturns)>,
+    /// The best cell's fills, with a label.
+    pub trades: Option<(String, Vec<Fill>)>,
+    /// Per node.
+    pub nodes: &'a BTreeMap<String, NodeStats>,
+}
+
+#[derive(Serialize)]
+struct BoardRow {
+    rank: usize,
+    params: Vec<String>,
+    sharpe: f64,
+    dsr: Option<f64>,
+    total_return: f64,
+    max_drawdown: f64,
+    trades: u64,
+    shards: usize,
+}
+
+#[derive(Serialize)]
+struct Point {
+    values: Vec<String>,
+    metrics: BTreeMap<&'static str, Option<f64>>,
+}
+
+#[derive(Serialize)]
+struct Curve {
+    label: String,
+    returns: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct Trades {
+    label: String,
+    fills: Vec<Fill>,
+}
+
+#[derive(Serialize)]
+struct NodeRow {
+    name: String,
+    units: u64,
+    cells: u64,
+    evaluations: u64,
+    busy_s: f64,
+    speed: f64,
+}
+
+#[derive(Serialize)]
+struct PageData<'a> {
+    summary: String,
+    axes: Vec<String>,
+    axis_values: Vec<Vec<String>>,
+    metrics: Vec<&'static str>,
+    leaderboard: Vec<BoardRow>,
+    points: Vec<Point>,
+    points_note: String,
+    dates: Vec<String>,
+    curves: Vec<Curve>,
+    pbo: Option<&'a PboSummary>,
+    walk_forward: Option<&'a WalkForwardSummary>,
+    set_names: BTreeMap<u64, String>,
+    research_note: String,
+    trades: Option<Trades>,
+    nodes: Vec<NodeRow>,
+}
+
+/// Writes `report.html` into `dir` (which holds the sweep's `leaderboard.csv`).
+///
+/// # Errors
+/// [`SweepError::Output`] if the leaderboard cannot be read or the page written.
+pub fn write(dir: &Path, input: ReportInput<'_>) -> Result<(), SweepError> {
+    let axes: Vec<String> = input.grid.axes().iter().map(|a| a.name.clone()).collect();
+    let (points, points_note) = read_points(&dir.join(LEADERBOARD_CSV), &axes)?;
+    let expander = input.grid.expander();
+    let name_of = |returns: &SetReturns, index: u64| -> String {
+        returns
+            .sets
+            .binary_search(&index)
+            .ok()
+            .and_then(|i| expander.set_at(returns.places[i].0))
+            .map_or_else(|| format!("set {index}"), |s| s.to_string())
+    };
+    let mut data = PageData {
+        summary: summary(&input),
+        axis_values: input
+            .grid
+            .axes()
+            .iter()
+            .map(|a| a.values.iter().map(ToString::to_string).collect())
+            .collect(),
+        metrics: vec!["sharpe", "total_return", "dsr"],
+        leaderboard: board_rows(input.leaderboard, &axes),
+        axes,
+        points,
+        points_note,
+        dates: Vec::new(),
+        curves: Vec::new(),
+        pbo: None,
+        walk_forward: None,
+        set_names: BTreeMap::new(),
+        research_note: "no daily returns were recorded (--returns)".to_owned(),
+        trades: input.trades.map(|(label, fills)| Trades { label, fills }),
+        nodes: node_rows(input.nodes),
+    };
+    if let Some((report, returns)) = input.research {
+        data.dates = returns.dates.iter().map(ToString::to_string).collect();
+        data.curves = curves(input.leaderboard, returns);
+        data.pbo = report.pbo.as_ref();
+        data.walk_forward = report.walk_forward.as_ref();
+        if let Some(wf) = &report.walk_forward {
+            for &(_, set, _, _) in &wf.windows {
+                data.set_names.insert(set, name_of(returns, set));
+            }
+        }
+        data.research_note = report.notes.join("; ");
+    }
+    let json = serde_json::to_string(&data)
+        .map_err(|e| output_error(dir, e))?
+        .replace("</", "<\\/");
+    let page = include_str!("report/page.html")
+        .replace("__TITLE__", &escape(&input.title))
+        .replace("__DATA__", &json);
+    let path = dir.join(REPORT_HTML);
+    std::fs::write(&path, page).map_err(|e| output_error(&path, e))
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn summary(input: &ReportInput<'_>) -> String {
+    let mut s = format!(
+        "{} parameter sets ranked by {}",
+        input.leaderboard.ranked, input.leaderboard.metric
+    );
+    if let Some((r, _)) = input.research {
+        s += &format!(
+            "; {} days from {} to {}; {} trials (effective {:.1}); expected best Sharpe without \
+             skill {:.4} per day",
+            r.days,
+            r.first_day.map(|d| d.to_string()).unwrap_or_default(),
+            r.last_day.map(|d| d.to_string()).unwrap_or_default(),
+            r.trials,
+            r.effective_trials,
+            r.benchmark_sharpe
+        );
+    }
+    s
+}
+
+fn board_rows(board: &Leaderboard, axes: &[String]) -> Vec<BoardRow> {
+    board
+        .rows
+        .iter()
+        .take(20)
+        .map(|r| BoardRow {
+            rank: r.rank,
+            params: axes
+                .iter()
+                .map(|a| r.params.get(a).map(ToString::to_string).unwrap_or_default())
+                .collect(),
+            sharpe: r.sharpe,
+            dsr: r.dsr,
+            total_return: r.total_return,
+            max_drawdown: r.max_drawdown,
+            trades: r.trades,
+            shards: r.shards,
+        })
+        .collect()
+}
+
+/// Every set's axis values and metrics, from `leaderboard.csv` (at most [`MAX_POINTS`]).
+fn read_points(path: &Path, axes: &[String]) -> Result<(Vec<Point>, String), SweepError> {
+    let fail = |e: csv::Error| output_error(path, e);
+    let mut reader = csv::Reader::from_path(path).map_err(fail)?;
+    let headers = reader.headers().map_err(fail)?.clone();
+    let at = |name: &str| headers.iter().position(|h| h == name);
+    let axis_at: Vec<Option<usize>> = axes.iter().map(|a| at(a)).collect();
+    let metric_at = [
+        ("sharpe", at("sharpe")),
+        ("total_return", at("total_return")),
+        ("dsr", at("dsr")),
+    ];
+    let mut points = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(fail)?;
+        if points.len() == MAX_POINTS {
+            return Ok((
+                Vec::new(),
+                format!("the grid has more than {MAX_POINTS} sets: no heatmap in the page"),
+            ));
+        }
+        points.push(Point {
+            values: axis_at
+                .iter()
+                .map(|i| i.and_then(|i| record.get(i)).unwrap_or("").to_owned())
+                .collect(),
+            metrics: metric_at
+                .iter()
+                .map(|&(name, i)| {
+                    let v = i.and_then(|i| record.get(i)).and_then(|s| s.parse().ok());
+                    (name, v)
+                })
+                .collect(),
+        });
+    }
+    Ok((points, String::new()))
+}
+
+/// The daily returns of the leaderboard's top sets that have them.
+fn curves(board: &Leaderboard, returns: &SetReturns) -> Vec<Curve> {
+    let index: BTreeMap<ParamSetId, usize> = returns
+        .places
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, id))| (id, i))
+        .collect();
+    board
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let i = *index.get(&r.param_set_id)?;
+            Some(Curve {
+                label: format!("#{} {}", r.rank, r.params),
+                returns: returns.returns.set(i).to_vec(),
+            })
+        })
+        .take(CURVES)
+        .collect()
+}
+
+fn node_rows(nodes: &BTreeMap<String, NodeStats>) -> Vec<NodeRow> {
+    nodes
+        .iter()
+        .map(|(name, s)| NodeRow {
+            name: name.clone(),
+            units: s.units,
+            cells: s.cells,
+            evaluations: s.evaluations,
+            busy_s: s.busy.as_secs_f64(),
+            speed: s.speed(),
+        })
+        .collect()
+}

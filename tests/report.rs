@@ -1,0 +1,114 @@
+//! `report.html` opens in headless Chromium with no error, draws one heatmap cell per grid point,
+//! the equity and drawdown curves, the PBO panel and the trades; a screenshot is saved.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gridtest_tests::skip;
+
+/// Chromium: `GRIDTEST_CHROMIUM`, else `chromium` or `chromium-browser` on the path.
+fn chromium() -> Option<PathBuf> {
+    let candidates = std::env::var("GRIDTEST_CHROMIUM")
+        .map(|c| vec![c])
+        .unwrap_or_else(|_| vec!["chromium".to_owned(), "chromium-browser".to_owned()]);
+    candidates.into_iter().map(PathBuf::from).find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+fn headless(browser: &Path, page: &Path, extra: &[&str]) -> String {
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .args([
+            "--virtual-time-budget=10000",
+            "--run-all-compositor-stages-before-draw",
+        ])
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_report_opens_in_a_browser_and_draws_every_panel() {
+    let test = "report::the_report_opens_in_a_browser_and_draws_every_panel";
+    let scratch = gridtest_tests::Scratch::new();
+    scratch.synth(&gridtest::data::synth::SynthSpec {
+        symbols: 2,
+        days: 40,
+        ticks_per_day: 300,
+        ..gridtest::data::synth::SynthSpec::default()
+    });
+    let grid = gridtest::Grid::new()
+        .axis("fast", (2..=24).step_by(2))
+        .axis("slow", (10..=90).step_by(10))
+        .constrain("fast < slow");
+    let points = grid.len();
+    let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
+        .grid(grid)
+        .data(scratch.location());
+    let results = gridtest_tests::run(&sweep);
+    let page = results.output_dir().join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("<script src"),
+        "self-contained: no external script"
+    );
+    assert!(!html.contains("https://"), "no network");
+    assert!(
+        html.matches("http://")
+            .all(|_| html.contains("http://www.w3.org/2000/svg")),
+        "the only URL is the SVG namespace"
+    );
+
+    let Some(browser) = chromium() else {
+        skip(
+            "chromium",
+            test,
+            "no Chromium (GRIDTEST_CHROMIUM, chromium)",
+        );
+        return;
+    };
+    let dom = headless(&browser, &page, &["--dump-dom"]);
+    assert!(
+        dom.contains("data-rendered=\"1\""),
+        "the script ran to its end"
+    );
+    assert!(
+        dom.contains("<div id=\"errors\"></div>"),
+        "no error in the page:\n{}",
+        &dom[..dom.len().min(3000)]
+    );
+    let count = |class: &str| dom.matches(&format!("class=\"{class}\"")).count();
+    assert_eq!(count("cell"), points, "one heatmap cell per grid point");
+    assert_eq!(count("equity"), 5, "equity curves of the top sets");
+    assert_eq!(count("drawdown"), 5);
+    let report = results.research().unwrap();
+    let pbo = report.pbo.as_ref().unwrap();
+    assert_eq!(count("dot"), pbo.logits.len(), "one point per CSCV split");
+    assert_eq!(count("bar"), 20, "the logit histogram");
+
+    let shot = std::env::temp_dir().join(format!("gridtest-report-{}.png", std::process::id()));
+    let screenshot = format!("--screenshot={}", shot.display());
+    headless(&browser, &page, &[&screenshot, "--window-size=1400,2400"]);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a screenshot of the page"
+    );
+    eprintln!("report screenshot: {}", shot.display());
+}
