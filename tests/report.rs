@@ -43,6 +43,29 @@ fn headless(browser: &Path, page: &Path, extra: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `cost.json`: the core-seconds are the nodes' measured scorer time, priced per core-hour.
+fn check_cost(results: &gridtest::SweepResults) {
+    let text = std::fs::read_to_string(results.output_dir().join("cost.json")).unwrap();
+    let cost: gridtest::sweep::SweepCost = serde_json::from_str(&text).unwrap();
+    let busy: f64 = results
+        .run_info()
+        .unwrap()
+        .nodes
+        .values()
+        .map(|n| n.busy.as_secs_f64())
+        .sum();
+    assert!(busy > 0.0);
+    assert!((cost.total_core_seconds - busy).abs() < 1e-9);
+    let hours = busy / 3600.0;
+    let owned = hours * (20_000.0 / (4.0 * 8760.0) / 64.0 + 0.5 * 0.25 / 64.0);
+    let rented = hours * 3.0 / 32.0;
+    assert!((cost.owned_cost.unwrap() - owned).abs() < 1e-12 * owned.max(1.0));
+    assert!((cost.rented_cost.unwrap() - rented).abs() < 1e-12 * rented.max(1.0));
+    let fixed = 20_000.0 / (4.0 * 8760.0) / 64.0;
+    let u = fixed / (3.0 / 32.0 - 0.5 * 0.25 / 64.0);
+    assert!((cost.break_even_utilisation.unwrap() - u).abs() < 1e-12);
+}
+
 #[test]
 fn the_report_opens_in_a_browser_and_draws_every_panel() {
     let test = "report::the_report_opens_in_a_browser_and_draws_every_panel";
@@ -61,7 +84,17 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
     let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
         .grid(grid)
         .data(scratch.location());
-    let results = gridtest_tests::run(&sweep);
+    let prices: gridtest::sweep::Prices = serde_json::from_str(
+        r#"{ "owned": { "hardware_cost": 20000, "lifetime_years": 4, "cores": 64, "watts": 500 },
+             "power_price_per_kwh": 0.25, "rented": { "per_hour": 3.0, "cores": 32 } }"#,
+    )
+    .unwrap();
+    let opts = gridtest::RunOptions {
+        prices: Some(prices),
+        ..gridtest_tests::quiet()
+    };
+    let results = gridtest_tests::run_with(&sweep, &opts).unwrap();
+    check_cost(&results);
     let page = results.output_dir().join("report.html");
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
@@ -101,6 +134,10 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
     let pbo = report.pbo.as_ref().unwrap();
     assert_eq!(count("dot"), pbo.logits.len(), "one point per CSCV split");
     assert_eq!(count("bar"), 20, "the logit histogram");
+    assert!(
+        dom.contains("owning breaks even at utilisation"),
+        "the cost panel"
+    );
 
     let shot = std::env::temp_dir().join(format!("gridtest-report-{}.png", std::process::id()));
     let screenshot = format!("--screenshot={}", shot.display());

@@ -74,6 +74,8 @@ pub struct RunOptions {
     pub rank_by: RankMetric,
     /// Daily returns: recorded for the research report (DSR, PBO, walk-forward), and written.
     pub returns: ReturnsOptions,
+    /// Prices to cost the sweep with in `cost.json` (`--prices`); without, only what it used.
+    pub prices: Option<crate::sweep::Prices>,
     /// Where this node's status events go (`--status-file`; nowhere by default).
     pub status: StatusLog,
     /// Stops a running sweep cleanly when cancelled: the ledger flushed, the sweep's lease
@@ -96,6 +98,7 @@ impl Default for RunOptions {
             backends: None,
             rank_by: RankMetric::Sharpe,
             returns: ReturnsOptions::default(),
+            prices: None,
             status: StatusLog::default(),
             cancel: CancellationToken::new(),
         }
@@ -306,7 +309,7 @@ async fn finish(
     if let Some(report) = report {
         results = results.with_research(report);
     }
-    research::write_page(&results, returns.as_ref(), trades)?;
+    research::write_page(&results, returns.as_ref(), trades, opts.prices.clone())?;
     if let Some(root) = &opts.results {
         persist_results(&mut results, root).await;
     }

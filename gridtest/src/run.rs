@@ -129,6 +129,10 @@ pub struct RunArgs {
     /// With --replay --cell: write the cell's equity after every event to this CSV.
     #[arg(long, value_name = "FILE", requires = "cell")]
     pub equity: Option<PathBuf>,
+    /// Price file (JSON: owned hardware cost, lifetime, cores, watts; power price; rented price
+    /// per hour and cores) to price the sweep in cost.json.
+    #[arg(long, env = "GRIDTEST_PRICES", value_name = "FILE")]
+    pub prices: Option<PathBuf>,
     /// Random search: sweep a seeded sample of N of the grid's sets (every one counts as a
     /// trial of the DSR), for grids too large to sweep exhaustively.
     #[arg(long, value_name = "N")]
@@ -202,6 +206,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
             memory_bytes: args.returns_memory << 20,
             write: args.write_returns,
         },
+        prices: None,
         status: args
             .status_file
             .as_ref()
@@ -212,6 +217,15 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
         progress: crate::progress::ProgressFeed::default(),
     };
     (sweep, opts)
+}
+
+/// Reads a price file (`--prices`).
+fn read_prices(path: &std::path::Path) -> Result<crate::sweep::Prices> {
+    let problem = |why: String| Error::Config {
+        problems: vec![format!("price file {}: {why}", path.display())],
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| problem(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| problem(e.to_string()))
 }
 
 /// Installs the `tracing` subscriber (level from `RUST_LOG`, default `info`) unless one is set.
@@ -252,7 +266,8 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     check_threads(args.threads, config.role).map_err(|problem| Error::Config {
         problems: vec![problem],
     })?;
-    let (sweep, opts) = apply_args(sweep, args, &config);
+    let (sweep, mut opts) = apply_args(sweep, args, &config);
+    opts.prices = args.prices.as_deref().map(read_prices).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(opts.threads.clamp(2, 4))
         .enable_all()

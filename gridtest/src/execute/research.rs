@@ -8,7 +8,8 @@ use crate::engine::Fill;
 use crate::error::{Error, Result};
 use crate::sweep::report::{self, ReportInput};
 use crate::sweep::{
-    Leaderboard, ResearchReport, ReturnsBook, SetReturns, SweepError, SweepResults,
+    Leaderboard, Prices, ResearchReport, ReturnsBook, SetReturns, SweepCost, SweepError,
+    SweepResults, output,
 };
 
 /// Default memory budget for the sets' daily returns, MiB.
@@ -174,14 +175,20 @@ pub(super) async fn trace_best(plan: &Plan, board: &Leaderboard) -> Option<(Stri
     Some((label, traced.fills))
 }
 
-/// Writes `report.html` beside the other outputs of `results`.
+/// Writes `cost.json` and `report.html` beside the other outputs of `results`.
 pub(super) fn write_page(
     results: &SweepResults,
     returns: Option<&SetReturns>,
     trades: Option<(String, Vec<Fill>)>,
+    prices: Option<Prices>,
 ) -> Result<()> {
     let info = results.run_info();
     let nodes = info.map(|i| i.nodes.clone()).unwrap_or_default();
+    let gpu = info.map(|i| i.gpu_slots.clone()).unwrap_or_default();
+    let cost = SweepCost::measure(&nodes, &gpu, prices);
+    let path = results.output_dir().join(output::COST_JSON);
+    let json = serde_json::to_vec_pretty(&cost).expect("costs serialise");
+    std::fs::write(&path, json).map_err(|e| output_error(&path, e))?;
     let title = format!(
         "{} — sweep {}",
         results.strategy(),
@@ -194,6 +201,7 @@ pub(super) fn write_page(
         research: results.research().zip(returns),
         trades,
         nodes: &nodes,
+        cost: &cost,
     };
     Ok(report::write(results.output_dir(), input)?)
 }

@@ -47,11 +47,18 @@ pub const OUTPUT_FILES: [&str; 3] = [RESULTS_CSV, RESULTS_PARQUET, LEADERBOARD_C
 
 /// The research report (when the sweep recorded daily returns).
 pub const RESEARCH_JSON: &str = "research.json";
+/// What the sweep used and cost.
+pub const COST_JSON: &str = "cost.json";
 /// Every set's daily returns (when asked for).
 pub const RETURNS_PARQUET: &str = "returns.parquet";
 /// Output files a sweep writes only in some runs: copied when present, removed from the target
 /// when not (so no stale report survives beside fresh results).
-pub const OPTIONAL_FILES: [&str; 3] = [RESEARCH_JSON, RETURNS_PARQUET, super::report::REPORT_HTML];
+pub const OPTIONAL_FILES: [&str; 4] = [
+    RESEARCH_JSON,
+    RETURNS_PARQUET,
+    super::report::REPORT_HTML,
+    COST_JSON,
+];
 
 /// The output files present in `from`: [`OUTPUT_FILES`], then those of [`OPTIONAL_FILES`] it
 /// holds.

@@ -11,6 +11,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::SweepError;
+use super::cost::SweepCost;
 use super::leaderboard::Leaderboard;
 use super::node_stats::NodeStats;
 use super::output::{LEADERBOARD_CSV, output_error};
@@ -41,6 +42,8 @@ pub struct ReportInput<'a> {
     pub trades: Option<(String, Vec<Fill>)>,
     /// Per node.
     pub nodes: &'a BTreeMap<String, NodeStats>,
+    /// What the sweep used and cost.
+    pub cost: &'a SweepCost,
 }
 
 #[derive(Serialize)]
@@ -100,6 +103,7 @@ struct PageData<'a> {
     research_note: String,
     trades: Option<Trades>,
     nodes: Vec<NodeRow>,
+    cost: &'a SweepCost,
 }
 
 /// Writes `report.html` into `dir` (which holds the sweep's `leaderboard.csv`).
@@ -139,6 +143,7 @@ pub fn write(dir: &Path, input: ReportInput<'_>) -> Result<(), SweepError> {
         research_note: "no daily returns were recorded (--returns)".to_owned(),
         trades: input.trades.map(|(label, fills)| Trades { label, fills }),
         nodes: node_rows(input.nodes),
+        cost: input.cost,
     };
     if let Some((report, returns)) = input.research {
         data.dates = returns.dates.iter().map(ToString::to_string).collect();
