@@ -144,20 +144,22 @@ impl BlockSums {
             }
         }
         let periods = (in_sample.len() * self.block_len) as f64;
+        // Sets are compared by `SR·|SR|` (same order as SR, no square root per set).
         let mut best = (0, f64::NEG_INFINITY);
         for set in 0..n {
-            let is = sharpe(self.means[set], s[set], q[set], periods);
+            let is = signed_square(self.means[set], s[set], q[set], periods);
             if is > best.1 {
                 best = (set, is);
             }
-            scratch.oos[set] = sharpe(
+            scratch.oos[set] = signed_square(
                 self.means[set],
                 self.total_sums[set] - s[set],
                 self.total_squares[set] - q[set],
                 periods,
             );
         }
-        let oos = scratch.oos[best.0];
+        let chosen = best.0;
+        let oos = scratch.oos[chosen];
         let (mut less, mut equal) = (0usize, 0usize);
         for &x in &scratch.oos {
             less += usize::from(x < oos);
@@ -165,12 +167,30 @@ impl BlockSums {
         }
         let rank = less as f64 + (equal as f64 + 1.0) / 2.0;
         let omega = rank / (n as f64 + 1.0);
+        let mean = self.means[chosen];
         Split {
-            chosen: best.0,
-            in_sample: best.1,
-            out_of_sample: oos,
+            chosen,
+            in_sample: sharpe(mean, s[chosen], q[chosen], periods),
+            out_of_sample: sharpe(
+                mean,
+                self.total_sums[chosen] - s[chosen],
+                self.total_squares[chosen] - q[chosen],
+                periods,
+            ),
             logit: (omega / (1.0 - omega)).ln(),
         }
+    }
+}
+
+/// `SR·|SR|` of the returns [`sharpe`] describes: ordered as the Sharpe ratio, without its
+/// square root.
+fn signed_square(mean: f64, s: f64, q: f64, periods: f64) -> f64 {
+    let variance = (q - s * s / periods) / (periods - 1.0);
+    if variance > 0.0 {
+        let m = mean + s / periods;
+        m * m.abs() / variance
+    } else {
+        0.0
     }
 }
 
