@@ -285,7 +285,7 @@ async fn finish(
         ms = started.elapsed().as_millis() as u64,
         "outputs rendered"
     );
-    let trades = research::trace_best(&plan, &rendered.leaderboard).await;
+    let trades = research::trace_best(&plan, &rendered.leaderboard, opts.cache_bytes).await;
     let sweep_id = plan.spec.id();
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,

@@ -128,6 +128,26 @@ async fn data_changes(
     Ok(changes)
 }
 
+/// [`Error::InvalidSweep`] naming every changed file, unless there is none or `force` is on.
+fn refuse_changed(
+    spec: &SweepSpec,
+    sweep_id: &SweepId,
+    changes: &[ManifestChange],
+    force: bool,
+) -> Result<()> {
+    if changes.is_empty() || force {
+        return Ok(());
+    }
+    Err(Error::InvalidSweep {
+        strategy: spec.strategy.clone(),
+        problems: std::iter::once(format!(
+            "the data of sweep {sweep_id} changed since it ran; refusing to replay (force to override):"
+        ))
+        .chain(changes.iter().map(|c| format!("{}: {}", c.url, c.change)))
+        .collect(),
+    })
+}
+
 async fn read_spec(root: &Location, sweep_id: &SweepId) -> Result<SweepSpec> {
     let (store, path) = root.store()?;
     let spec_path = path
@@ -229,16 +249,7 @@ pub async fn replay(
     }
     // The data must be what the sweep read.
     let changes = data_changes(&spec, &reader, &shards).await?;
-    if !changes.is_empty() && !force {
-        return Err(Error::InvalidSweep {
-            strategy: spec.strategy.clone(),
-            problems: std::iter::once(format!(
-                "the data of sweep {sweep_id} changed since it ran; refusing to replay (force to override):"
-            ))
-            .chain(changes.iter().map(|c| format!("{}: {}", c.url, c.change)))
-            .collect(),
-        });
-    }
+    refuse_changed(&spec, sweep_id, &changes, force)?;
     let recorded = LedgerLog::read(root, sweep_id).await?;
     let mut report = ReplayReport {
         changed_files: changes,
@@ -324,16 +335,7 @@ pub async fn trace(
     let dataset = Dataset::try_new(&spec.dataset, spec.kind)?;
     let reader = ShardReader::try_new(&dataset)?;
     let changes = data_changes(&spec, &reader, std::slice::from_ref(&shard)).await?;
-    if !changes.is_empty() && !force {
-        return Err(Error::InvalidSweep {
-            strategy: spec.strategy.clone(),
-            problems: std::iter::once(format!(
-                "the data of sweep {sweep_id} changed since it ran:"
-            ))
-            .chain(changes.iter().map(|c| format!("{}: {}", c.url, c.change)))
-            .collect(),
-        });
-    }
+    refuse_changed(&spec, sweep_id, &changes, force)?;
     let data = reader.load(&shard).await?;
     let mark = data.kind().mark_column();
     let last_price = data

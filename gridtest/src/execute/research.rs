@@ -154,10 +154,20 @@ pub(super) async fn conclude(
     .map_err(|e| Error::actors("computing the research report", e))?
 }
 
-/// The fills of the best set on the first shard, traced again (one set, one shard).
-pub(super) async fn trace_best(plan: &Plan, board: &Leaderboard) -> Option<(String, Vec<Fill>)> {
+/// The fills of the best set on the first shard, traced again (one set, one shard); none when
+/// that shard is larger than the cache budget `cache_bytes` (it would be loaded whole).
+pub(super) async fn trace_best(
+    plan: &Plan,
+    board: &Leaderboard,
+    cache_bytes: u64,
+) -> Option<(String, Vec<Fill>)> {
     let row = board.rows.first()?;
     let shard = plan.spec.shards.first()?;
+    let info = plan.infos.first()?.as_ref().ok()?;
+    if info.bytes_in_memory() > cache_bytes {
+        tracing::info!(shard = %shard, "the report lists no trades: the shard exceeds the cache");
+        return None;
+    }
     let data = ShardReader::try_new(&plan.dataset)
         .ok()?
         .load(shard)
