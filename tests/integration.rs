@@ -9,6 +9,7 @@ mod engine;
 mod exit;
 mod gpu;
 mod grid;
+mod halving;
 mod ingest;
 mod layout;
 mod macros;

@@ -1,5 +1,6 @@
 //! `report.html` opens in headless Chromium with no error, draws one heatmap cell per grid point,
 //! the equity and drawdown curves, the PBO panel and the trades; a screenshot is saved.
+//! `gridtest report` draws a persisted sweep's page again with the same figures.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -148,4 +149,101 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
         "a screenshot of the page"
     );
     eprintln!("report screenshot: {}", shot.display());
+}
+
+/// The JSON a page carries (what its script draws).
+fn page_data(page: &Path) -> serde_json::Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let start = html
+        .find(r#"<script id="data" type="application/json">"#)
+        .unwrap();
+    let json = &html[start..];
+    let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+    serde_json::from_str(&json.replace("<\\/", "</")).unwrap()
+}
+
+#[test]
+fn gridtest_report_draws_a_persisted_sweeps_page_again() {
+    let scratch = gridtest_tests::Scratch::new();
+    scratch.synth(&gridtest::data::synth::SynthSpec {
+        symbols: 2,
+        days: 30,
+        ticks_per_day: 200,
+        ..gridtest::data::synth::SynthSpec::default()
+    });
+    let root = tempfile::tempdir().unwrap();
+    let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
+        .grid(
+            gridtest::Grid::new()
+                .axis("fast", (2..=20).step_by(3))
+                .axis("slow", (10..=60).step_by(10))
+                .constrain("fast < slow"),
+        )
+        .data(scratch.location());
+    let opts = gridtest::RunOptions {
+        results: Some(
+            gridtest::storage::Location::parse(&root.path().display().to_string()).unwrap(),
+        ),
+        ..gridtest_tests::quiet()
+    };
+    let results = gridtest_tests::run_with(&sweep, &opts).unwrap();
+    let sweep_id = results.run_info().unwrap().sweep_id.to_string();
+    let persisted = root.path().join(format!("sweeps/{sweep_id}"));
+    assert!(
+        persisted.join("returns.parquet").is_file() && persisted.join("best_trades.json").is_file(),
+        "a sweep keeps what its page needs"
+    );
+
+    let out = tempfile::tempdir().unwrap();
+    let redraw = std::process::Command::new(gridtest_tests::gridtest_cli())
+        .args([
+            "report",
+            &root.path().display().to_string(),
+            &sweep_id,
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        redraw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&redraw.stderr)
+    );
+    let (mut before, mut after) = (
+        page_data(&persisted.join("report.html")),
+        page_data(&out.path().join("report.html")),
+    );
+    assert_eq!(
+        after["nodes"],
+        serde_json::json!([]),
+        "nodes are not persisted"
+    );
+    for data in [&mut before, &mut after] {
+        data.as_object_mut().unwrap().remove("nodes");
+    }
+    let curves = before["curves"].as_array().map_or(0, Vec::len);
+    assert_eq!(curves, 5, "the original page draws curves");
+    assert!(
+        before["trades"]["fills"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    );
+    assert!(before["walk_forward"].is_object() && before["pbo"].is_object());
+    assert_eq!(
+        after, before,
+        "the page drawn again carries the same figures"
+    );
+
+    let unknown = std::process::Command::new(gridtest_tests::gridtest_cli())
+        .args([
+            "report",
+            &root.path().display().to_string(),
+            "0123456789abcdef",
+        ])
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(err.contains("0123456789abcdef"), "{err}");
 }

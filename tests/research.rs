@@ -377,12 +377,12 @@ fn read_returns_parquet(path: &Path) -> (Returns, Vec<String>) {
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    assert_eq!(names, ["param_set", "set", "date", "ret"]);
+    assert_eq!(names, ["param_set", "set", "position", "date", "ret"]);
     let (mut ids, mut values, mut per_set) = (Vec::<String>::new(), Vec::new(), None);
     for batch in reader {
         let batch = batch.unwrap();
         let id = batch.column(0).as_string::<i32>();
-        let ret = batch.column(3).as_primitive::<Float64Type>();
+        let ret = batch.column(4).as_primitive::<Float64Type>();
         for i in 0..batch.num_rows() {
             if ids.last().is_none_or(|last| last != id.value(i)) {
                 if per_set.is_none() && !ids.is_empty() {

@@ -3,6 +3,7 @@
 //! to the results root. The in-process entry point is [`run_sweep`]; a head and a coordinator
 //! call [`execute`] with their own [`NodeSetup`].
 
+mod halving;
 mod plan;
 mod research;
 mod spooled;
@@ -32,6 +33,8 @@ use crate::sweep::{
     Timings, output, output::OrderedRender,
 };
 
+pub(crate) use halving::run_halving;
+pub use halving::run_search;
 pub use plan::Plan;
 pub(crate) use plan::plan;
 pub use research::{DEFAULT_RETURNS_MB, Recording, ReturnsOptions};
@@ -111,6 +114,7 @@ pub(crate) fn default_threads() -> usize {
 }
 
 /// Where and how the supervisor and this node's scorers run.
+#[derive(Clone)]
 pub(crate) struct NodeSetup {
     pub(crate) node_name: String,
     /// Whether other nodes may join (a head).
@@ -476,7 +480,12 @@ fn output_error(path: &std::path::Path, e: impl std::fmt::Display) -> Error {
 /// listed, [`Error::Actors`] if the actor system fails.
 pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults> {
     let planned = plan(sweep).await?;
-    let setup = NodeSetup {
+    execute(planned, opts, local_setup(opts)).await
+}
+
+/// This process alone: `opts.threads` scorers, no network.
+fn local_setup(opts: &RunOptions) -> NodeSetup {
+    NodeSetup {
         node_name: "local".to_owned(),
         cluster: false,
         scorers: opts.threads.max(1),
@@ -484,6 +493,5 @@ pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults>
             progress_every: opts.progress_every,
             ..SupervisorTiming::default()
         },
-    };
-    execute(planned, opts, setup).await
+    }
 }

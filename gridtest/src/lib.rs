@@ -81,6 +81,7 @@ pub mod persist;
 pub mod prelude;
 pub mod progress;
 pub mod registry;
+pub mod reopen;
 pub mod replay;
 pub mod research;
 pub mod run;
@@ -93,7 +94,7 @@ pub mod transport;
 
 pub use engine::ExecModel;
 pub use error::{Error, Result, exit};
-pub use execute::{Recording, ReturnsOptions, RunOptions, run_sweep};
+pub use execute::{Recording, ReturnsOptions, RunOptions, run_search, run_sweep};
 pub use gridtest_macros::{Params, strategy};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{

@@ -9,6 +9,7 @@ mod constraint;
 mod expand;
 mod grid;
 mod sample;
+mod subset;
 mod value;
 
 use std::fmt;
@@ -22,6 +23,7 @@ pub use constraint::{CmpOp, Constraint, Operand};
 pub use expand::{GridIter, GridSlice, SetExpander};
 pub use grid::{Axis, Grid, GridError, GridProblem};
 pub use sample::Sample;
+pub use subset::Subset;
 pub use value::{ParamKind, ParamValue};
 
 /// Where a parameter set sits in its grid: its `index` among the grid's sets (grid order,

@@ -148,7 +148,7 @@ fn refuse_changed(
     })
 }
 
-async fn read_spec(root: &Location, sweep_id: &SweepId) -> Result<SweepSpec> {
+pub(crate) async fn read_spec(root: &Location, sweep_id: &SweepId) -> Result<SweepSpec> {
     let (store, path) = root.store()?;
     let spec_path = path
         .join("sweeps")

@@ -5,6 +5,7 @@
 
 mod bar;
 mod cell_trace;
+mod summary;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::execute::default_threads;
 use crate::metrics::RankMetric;
 use crate::status::StatusLog;
-use crate::sweep::{Leaderboard, Sweep, SweepResults, output};
+use crate::sweep::{Halving, HalvingReport, Leaderboard, Sweep, SweepResults, output};
+
+pub use summary::HALVING_JSON;
 
 pub use crate::execute::{
     DEFAULT_CACHE_MB, DEFAULT_UNIT_EVALS, MIN_CLUSTER_SCORERS, RunOptions, run_sweep,
@@ -137,6 +140,17 @@ pub struct RunArgs {
     /// trial of the DSR), for grids too large to sweep exhaustively.
     #[arg(long, value_name = "N")]
     pub random: Option<u64>,
+    /// Successive halving: score every set on a prefix of the dates, the best 1/--eta go on to
+    /// a prefix --eta times longer, until the survivors are scored on the whole history (each
+    /// rung a sweep of its own; the last one's DSR counts every set tried).
+    #[arg(long)]
+    pub halving: bool,
+    /// With --halving: the reduction factor.
+    #[arg(long, default_value_t = 3, requires = "halving")]
+    pub eta: u32,
+    /// With --halving: rungs at most (fewer when the history or the grid is too small).
+    #[arg(long, default_value_t = 4, requires = "halving")]
+    pub rungs: u32,
     /// Seed of --random.
     #[arg(long, default_value_t = 0, requires = "random")]
     pub seed: u64,
@@ -158,6 +172,8 @@ pub struct SweepReport {
     pub leaderboard: Leaderboard,
     /// The output folder.
     pub out_dir: PathBuf,
+    /// The rungs of a successive-halving search (`--halving`); `results` are its last rung's.
+    pub search: Option<HalvingReport>,
 }
 
 /// Applies command-line settings to a sweep and options; the results root is the resolved
@@ -311,13 +327,29 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     }
     cancel_on_signals(&runtime, opts.cancel.clone())?;
     let mut bar = bar::Bar::follow(&runtime, &opts.progress, !args.no_progress);
-    let results = match config.role {
-        Role::Head => runtime.block_on(crate::cluster::head::run_head(&sweep, &opts, &config)),
-        _ => runtime.block_on(run_sweep(&sweep, &opts)),
+    let search = args.halving.then_some(Halving {
+        eta: args.eta,
+        rungs: args.rungs,
+    });
+    let computed = match (config.role, search) {
+        (Role::Head, None) => runtime
+            .block_on(crate::cluster::head::run_head(&sweep, &opts, &config))
+            .map(|r| (r, None)),
+        (Role::Head, Some(h)) => runtime
+            .block_on(crate::cluster::head::run_head_search(
+                &sweep, &opts, &config, h,
+            ))
+            .map(|(r, s)| (r, Some(s))),
+        (_, None) => runtime
+            .block_on(run_sweep(&sweep, &opts))
+            .map(|r| (r, None)),
+        (_, Some(h)) => runtime
+            .block_on(crate::execute::run_search(&sweep, &opts, h))
+            .map(|(r, s)| (r, Some(s))),
     };
     bar.clear();
-    let results = results?;
-    let report = report(results, args, out_dir)?;
+    let (results, search) = computed?;
+    let report = summary::report(results, args, out_dir, search)?;
     outcome(report, args.allow_failed_cells).map(Some)
 }
 
@@ -430,67 +462,26 @@ fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport>
             out: report.out_dir.display().to_string(),
         });
     }
+    // Cells of earlier rungs of a search that failed (their sets did not go on).
+    let earlier = report.search.as_ref().and_then(|s| {
+        let rungs = s.rungs.split_last().map_or(&[][..], |(_, r)| r);
+        rungs.iter().find(|r| r.failed > 0).map(|r| {
+            let failed = rungs.iter().map(|r| r.failed).sum();
+            (failed, r.clone())
+        })
+    });
+    if let Some((failed, rung)) = earlier
+        && !allow_failed_cells
+    {
+        return Err(Error::FailedCells {
+            failed,
+            cells: report.results.recorded(),
+            first: format!(
+                "{} cells of rung {} (sweep {}) failed: see that sweep's results",
+                rung.failed, rung.rung, rung.sweep_id
+            ),
+            out: report.out_dir.display().to_string(),
+        });
+    }
     Ok(report)
-}
-
-/// Prints and writes a finished sweep.
-fn report(results: SweepResults, args: &RunArgs, out_dir: PathBuf) -> Result<SweepReport> {
-    let leaderboard = results.leaderboard().clone();
-    output::write_all(results.output_dir(), &out_dir)?;
-
-    println!("{}", leaderboard.table(args.top));
-    let t = &results.timings;
-    let cells = results.recorded();
-    let failed = results.failed();
-    println!(
-        "{cells} cells ({failed} failed) over {} shards × {} parameter sets in {:.2}s \
-         (load {:.2}s, compute {:.2}s: {:.3e} tick-parameter evaluations/s)",
-        results.shards().len(),
-        results.n_sets(),
-        t.wall.as_secs_f64(),
-        t.load.as_secs_f64(),
-        t.compute.as_secs_f64(),
-        t.evaluations_per_second()
-    );
-    if let Some(info) = results.run_info() {
-        println!(
-            "sweep {}: {} cells computed by this run, {} resumed from the ledger",
-            info.sweep_id,
-            info.computed,
-            cells - info.computed
-        );
-        for (node, s) in &info.nodes {
-            println!(
-                "  node {node}: {} units, {} cells, {:.3e} evaluations/s per scorer, {} units requeued{}",
-                s.units,
-                s.cells,
-                s.speed(),
-                s.requeued,
-                if s.slow { ", SLOW" } else { "" }
-            );
-        }
-        for (slot, s) in &info.gpu_slots {
-            println!(
-                "  GPU scorer {slot}: {} units, {} cells, {:.3e} evaluations/s",
-                s.units,
-                s.cells,
-                s.speed()
-            );
-        }
-    }
-    for (set, shard, f) in results.failures().take(10) {
-        println!("  failed: [{set}] on {shard}: {f}");
-    }
-    if failed > 10 {
-        println!(
-            "  … and {} more failed cells (see results.csv)",
-            failed - 10
-        );
-    }
-    println!("results written to {}", out_dir.display());
-    Ok(SweepReport {
-        results,
-        leaderboard,
-        out_dir,
-    })
 }

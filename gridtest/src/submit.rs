@@ -193,6 +193,7 @@ fn request(args: &SubmitArgs) -> Result<SweepRequest> {
                 .with_commission_bps(args.commission_bps)
                 .with_slippage_bps(args.slippage_bps)
                 .with_max_leverage(args.max_leverage),
+            search: None,
         },
         rank_by: args.rank_by,
         top: args.top,

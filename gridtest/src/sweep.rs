@@ -6,6 +6,7 @@ mod description;
 mod device_telemetry;
 mod error;
 mod fleet;
+mod halving;
 mod leaderboard;
 mod ledger;
 mod node_stats;
@@ -29,6 +30,7 @@ pub use description::{Sweep, SweepDescription};
 pub use device_telemetry::DeviceTelemetry;
 pub use error::SweepError;
 pub use fleet::{Fleet, FleetRules, Gate, NodeView, SlowNode};
+pub use halving::{Halving, HalvingReport, HalvingSchedule, RungReport, RungSize, SearchRung};
 pub use leaderboard::{LEADERBOARD_ROWS, LeaderCsv, LeaderRow, Leaderboard};
 pub use ledger::{
     Completion, DEFAULT_MAX_ATTEMPTS, FinalCell, Ledger, LedgerStats, SetResult, WorkerId,

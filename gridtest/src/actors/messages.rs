@@ -59,7 +59,9 @@ impl From<&SweepSpec> for SweepContext {
             dataset: spec.dataset.clone(),
             kind: spec.kind,
             exec: spec.exec.clone(),
-            grid: spec.grid.clone(),
+            // Units of a grid that keeps a list of positions list their sets: the list stays
+            // out of every lease.
+            grid: spec.grid.without_kept(),
             record_days: false,
         }
     }

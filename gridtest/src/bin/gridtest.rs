@@ -3,6 +3,7 @@
 //! * `gridtest ingest` — CSV or Parquet with any column names → the dataset layout.
 //! * `gridtest submit` — a sweep to a running head (strategy by registered name), with its
 //!   progress and leaderboard streamed back.
+//! * `gridtest report` — a persisted sweep's `report.html` drawn again from its files.
 
 use std::path::PathBuf;
 
@@ -14,7 +15,9 @@ use gridtest::data::Dataset;
 use gridtest::ingest::{IngestSpec, TsFormat, ingest};
 
 #[derive(Parser)]
-#[command(about = "gridtest tools: ingest market data, submit sweeps to a running cluster")]
+#[command(
+    about = "gridtest tools: ingest market data, submit sweeps to a running cluster, redraw a sweep's report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,6 +29,32 @@ enum Command {
     Ingest(Box<IngestArgs>),
     /// Submit a sweep to a running head and follow it.
     Submit(Box<gridtest::submit::SubmitArgs>),
+    /// Draw the report.html of a persisted sweep again, from its files under the results root.
+    Report(ReportArgs),
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// The results root the sweep is persisted under (path, file:// or s3://).
+    results: String,
+    /// The sweep's id.
+    sweep_id: gridtest::sweep::SweepId,
+    /// Folder for report.html and the files it is drawn from (default: out/report-<sweep-id>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn run_report(a: ReportArgs) -> anyhow::Result<()> {
+    let root = gridtest::storage::Location::parse(&a.results)?;
+    let out = a
+        .out
+        .unwrap_or_else(|| PathBuf::from("out").join(format!("report-{}", a.sweep_id)));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let page = runtime.block_on(gridtest::reopen::rebuild_report(&root, &a.sweep_id, &out))?;
+    println!("{}", page.display());
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -124,5 +153,6 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Ingest(a) => run_ingest(*a),
         Command::Submit(a) => gridtest::submit::run_submit(&a).map_err(Into::into),
+        Command::Report(a) => run_report(a),
     }
 }

@@ -9,10 +9,10 @@ use super::sessions::{SessionChange, Sessions};
 use crate::actors::SupervisorTiming;
 use crate::actors::messages::{SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::error::{Error, Result};
-use crate::execute::{NodeSetup, RunOptions, execute, plan};
+use crate::execute::{NodeSetup, RunOptions, execute, plan, run_halving};
 use crate::status::{StatusEvent, StatusLog};
 use crate::storage::Location;
-use crate::sweep::{Sweep, SweepResults};
+use crate::sweep::{Halving, HalvingReport, Sweep, SweepResults};
 use crate::transport::{self, Tls};
 
 fn local_supervisors() -> Vec<ActorRef<SupervisorMsg>> {
@@ -32,8 +32,35 @@ pub async fn run_head(
     config: &ClusterConfig,
 ) -> Result<SweepResults> {
     let events = start_network(config, &opts.status).await?;
-    let planned = plan(sweep).await?;
-    let setup = NodeSetup {
+    let planned = plan(sweep).await;
+    let out = match planned {
+        Ok(planned) => execute(planned, opts, head_setup(opts, config)).await,
+        Err(e) => Err(e),
+    };
+    events.abort();
+    out
+}
+
+/// Runs `sweep` as a successive-halving search ([`crate::sweep::HalvingSchedule`]) with this
+/// node as the head of a cluster: every rung a sweep whose units the workers share.
+///
+/// # Errors
+/// As [`crate::run_search`], plus [`Error::Transport`] if the node cannot listen.
+pub async fn run_head_search(
+    sweep: &Sweep,
+    opts: &RunOptions,
+    config: &ClusterConfig,
+    halving: Halving,
+) -> Result<(SweepResults, HalvingReport)> {
+    let events = start_network(config, &opts.status).await?;
+    let out = run_halving(sweep, opts, halving, &head_setup(opts, config)).await;
+    events.abort();
+    out
+}
+
+/// The head's node: its scorers, and the cluster's heartbeat and timeouts.
+fn head_setup(opts: &RunOptions, config: &ClusterConfig) -> NodeSetup {
+    NodeSetup {
         node_name: config.node_name.clone(),
         cluster: true,
         scorers: opts.threads,
@@ -42,10 +69,7 @@ pub async fn run_head(
             node_timeout: config.node_timeout,
             progress_every: opts.progress_every,
         },
-    };
-    let out = execute(planned, opts, setup).await;
-    events.abort();
-    out
+    }
 }
 
 /// Starts the node server, listens, and forwards session drops to the local supervisors.

@@ -275,6 +275,36 @@ fn day_batch(
     }
 }
 
+/// Writes one day of ticks of `symbol` under `target` (`symbol=S/date=D/part-0.parquet`): the
+/// prices `price`, evenly spaced over the 14:30–21:00 UTC session, each of size 100. For data
+/// built to a purpose (a planted signal, a test's corner case) beside [`generate`]'s random
+/// walks.
+///
+/// # Errors
+/// [`DataError::Write`] or [`DataError::Store`] if the file cannot be written.
+pub async fn write_tick_day(
+    target: &Dataset,
+    symbol: &str,
+    date: NaiveDate,
+    price: &[f64],
+) -> Result<()> {
+    let (store, root) = target.store()?;
+    let day_ns = date
+        .signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive())
+        .num_days()
+        * 86_400_000_000_000;
+    let spacing = SESSION_NS / price.len().max(1) as i64;
+    let ts = (0..price.len() as i64)
+        .map(|i| day_ns + SESSION_OPEN_NS + i * spacing)
+        .collect();
+    let batch = tick_batch(ts, price.to_vec(), vec![100.0; price.len()]);
+    let file = root
+        .join(format!("symbol={symbol}"))
+        .join(format!("date={date}"))
+        .join("part-0.parquet");
+    write_parquet(&*store, target, &file, &batch).await
+}
+
 /// Generates `spec` under `target` unless `manifest.json` there already records the same spec.
 /// Returns whether it generated.
 ///

@@ -20,6 +20,8 @@ pub struct Plan {
     pub(crate) dataset: Dataset,
     pub(crate) infos: Vec<std::result::Result<ShardInfo, DataError>>,
     pub(crate) spec: SweepSpec,
+    /// The distinct dates of the shards' files, ascending.
+    pub(crate) dates: Vec<chrono::NaiveDate>,
     pub(crate) started: Instant,
 }
 
@@ -63,7 +65,8 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         listed.push(crate::data::layout::tag_contents(&dataset, files).await?);
     }
     // The manifest holds every file the listing saw, also those of shards that fail below.
-    let manifest = listed.iter().flat_map(|l| reader.listed(l)).collect();
+    let manifest: Vec<_> = listed.iter().flat_map(|l| reader.listed(l)).collect();
+    let dates: std::collections::BTreeSet<_> = manifest.iter().map(|f| f.date).collect();
     let infos = join_all(
         shards
             .iter()
@@ -83,6 +86,7 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         dataset,
         infos,
         spec,
+        dates: dates.into_iter().collect(),
         started,
     })
 }

@@ -119,7 +119,12 @@ pub(super) async fn conclude(
     opts: &ReturnsOptions,
     out: &Path,
 ) -> Result<(ResearchReport, SetReturns)> {
-    let trials = plan.n_sets as u64;
+    // The last rung of a search deflates by every set the search tried.
+    let trials = plan
+        .spec
+        .search
+        .as_ref()
+        .map_or(plan.n_sets as u64, |rung| rung.trials);
     let per_year = plan.spec.exec.trading_days_per_year;
     let expander = plan.spec.grid.expander();
     let (write, out) = (opts.write, out.to_owned());
@@ -199,6 +204,7 @@ pub(super) fn write_page(
     let path = results.output_dir().join(output::COST_JSON);
     let json = serde_json::to_vec_pretty(&cost).expect("costs serialise");
     std::fs::write(&path, json).map_err(|e| output_error(&path, e))?;
+    keep_for_the_page(results, returns, trades.as_ref())?;
     let title = format!(
         "{} — sweep {}",
         results.strategy(),
@@ -214,6 +220,34 @@ pub(super) fn write_page(
         cost: &cost,
     };
     Ok(report::write(results.output_dir(), input)?)
+}
+
+/// Keeps what `gridtest report` needs to draw the page again and the other files do not hold:
+/// the daily returns of the sets the page draws (unless every set's were written) and the
+/// best cell's fills.
+fn keep_for_the_page(
+    results: &SweepResults,
+    returns: Option<&SetReturns>,
+    trades: Option<&(String, Vec<Fill>)>,
+) -> Result<()> {
+    let dir = results.output_dir();
+    let path = dir.join(output::RETURNS_PARQUET);
+    if let Some(returns) = returns
+        && !path.exists()
+    {
+        let shown = report::shown_sets(results.leaderboard(), results.research(), returns);
+        returns.only(&shown).write_parquet(&path)?;
+    }
+    if let Some((label, fills)) = trades {
+        let path = dir.join(output::BEST_TRADES_JSON);
+        let json = serde_json::to_vec(&report::BestTrades {
+            label: label.clone(),
+            fills: fills.clone(),
+        })
+        .expect("fills serialise");
+        std::fs::write(&path, json).map_err(|e| output_error(&path, e))?;
+    }
+    Ok(())
 }
 
 fn output_error(path: &Path, e: impl std::fmt::Display) -> Error {

@@ -30,6 +30,9 @@ pub(super) fn plan_units(
     parallelism: usize,
 ) -> Result<Planned> {
     let n_sets = plan.n_sets;
+    // A grid that keeps a list of positions (a rung of successive halving) gets units that list
+    // their sets: a scorer then needs no copy of the list.
+    let listed = plan.spec.grid.kept().is_some();
     let mut planned = Planned {
         units: Vec::new(),
         evaluations: 0,
@@ -71,32 +74,79 @@ pub(super) fn plan_units(
                 },
             ))
         };
-        let mut run: Option<(SetPlace, u32)> = None;
-        let mut units = Vec::new();
+        let mut cut = UnitCutter::new(chunk, listed);
         for (index, (position, final_already)) in (0u64..).zip(sets) {
             if final_already {
-                units.extend(run.take());
-                continue;
-            }
-            match &mut run {
-                Some((_, count)) if *count < chunk => *count += 1,
-                _ => {
-                    units.extend(run.replace((SetPlace { index, position }, 1)));
-                }
+                cut.close();
+            } else {
+                cut.push(SetPlace { index, position });
             }
         }
-        units.extend(run);
-        for (first, count) in units {
+        for sets in cut.finish() {
+            let first = sets.index_of(0);
             let unit = WorkUnit {
                 id: UnitId(0),
                 shard: shard.clone(),
-                sets: SetSpan::Run { first, count },
+                sets,
             };
-            runs.push((first.index, ordinal, unit));
+            runs.push((first, ordinal, unit));
         }
     }
     planned.units = in_grid_order(runs)?;
     Ok(planned)
+}
+
+/// Cuts a shard's sets, in grid order, into units of at most `chunk` consecutive sets: runs
+/// of the grid, or lists of their places when `listed`.
+struct UnitCutter {
+    chunk: u32,
+    listed: bool,
+    current: Vec<SetPlace>,
+    run: Option<(SetPlace, u32)>,
+    done: Vec<SetSpan>,
+}
+
+impl UnitCutter {
+    fn new(chunk: u32, listed: bool) -> Self {
+        Self {
+            chunk,
+            listed,
+            current: Vec::new(),
+            run: None,
+            done: Vec::new(),
+        }
+    }
+
+    /// The next set to compute.
+    fn push(&mut self, place: SetPlace) {
+        let full = self.run.is_some_and(|(_, count)| count >= self.chunk);
+        if full || self.run.is_none() {
+            self.close();
+            self.run = Some((place, 0));
+        }
+        if let Some((_, count)) = &mut self.run {
+            *count += 1;
+        }
+        if self.listed {
+            self.current.push(place);
+        }
+    }
+
+    /// Ends the current unit (the next set is not adjacent: one in between is final already).
+    fn close(&mut self) {
+        if let Some((first, count)) = self.run.take() {
+            self.done.push(if self.listed {
+                SetSpan::Listed(std::mem::take(&mut self.current))
+            } else {
+                SetSpan::Run { first, count }
+            });
+        }
+    }
+
+    fn finish(mut self) -> Vec<SetSpan> {
+        self.close();
+        self.done
+    }
 }
 
 /// The units queued in grid order across shards (by first set, then shard), so that cells

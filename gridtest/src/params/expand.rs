@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::constraint::{CmpOp, Operand};
 use super::grid::Grid;
 use super::sample::Sample;
+use super::subset::Subset;
 use super::{ParamSet, ParamValue};
 
 /// A constraint with its axes resolved to positions.
@@ -29,6 +30,7 @@ pub(super) struct Compiled {
     values: Vec<Vec<ParamValue>>,
     constraints: Vec<CompiledConstraint>,
     sample: Option<Sample>,
+    subset: Option<Subset>,
 }
 
 impl Compiled {
@@ -57,11 +59,14 @@ impl Compiled {
             values: grid.axes().iter().map(|a| a.values.clone()).collect(),
             constraints,
             sample: grid.sampled().copied(),
+            subset: grid.kept().cloned(),
         })
     }
 
     fn accepts(&self, idx: &[usize], position: u64) -> bool {
-        self.sample.is_none_or(|s| s.contains(position)) && self.satisfies(idx)
+        self.sample.is_none_or(|s| s.contains(position))
+            && self.subset.as_ref().is_none_or(|s| s.contains(position))
+            && self.satisfies(idx)
     }
 
     /// Whether the combination `idx` satisfies every constraint.

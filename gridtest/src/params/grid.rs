@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::constraint::{Constraint, Operand};
 use super::expand::{Compiled, GridIter, GridSlice, SetExpander};
 use super::sample::Sample;
+use super::subset::Subset;
 use super::{ParamField, ParamKind, ParamSet, ParamValue};
 
 /// One axis: a parameter name and the values it takes, in order.
@@ -47,6 +48,10 @@ pub struct Grid {
     /// A seeded random sample of the sets, when only some are swept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sample: Option<Sample>,
+    /// The positions kept, when only an explicit list of the sets is swept (the survivors of a
+    /// rung of successive halving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subset: Option<Subset>,
 }
 
 /// One thing wrong with a grid.
@@ -182,6 +187,40 @@ impl Grid {
         let positions = self.slice(0..self.product_len() as u64).positions();
         self.sample = Some(Sample::choose(n, seed, positions));
         self
+    }
+
+    /// Keeps only the sets at `positions` of the cartesian product (those the axes, constraints
+    /// and sample accept): the survivors of a rung of successive halving. The positions are part
+    /// of the grid, so of a sweep's spec.
+    ///
+    /// ```
+    /// use gridtest::Grid;
+    /// let grid = Grid::new().axis("a", [1, 2, 3]).axis("b", [10, 20]).constrain("b > 10");
+    /// let kept = grid.keep(vec![5, 3, 2]);
+    /// let sets: Vec<String> = kept.iter().map(|s| s.to_string()).collect();
+    /// assert_eq!(sets, ["a=2 b=20", "a=3 b=20"], "position 2 is rejected by the constraint");
+    /// assert_eq!(kept.len(), 2);
+    /// ```
+    #[must_use]
+    pub fn keep(mut self, positions: Vec<u64>) -> Self {
+        self.subset = Some(Subset::from(positions));
+        self
+    }
+
+    /// The positions kept, if only an explicit list of the sets is swept (see [`Grid::keep`]).
+    #[must_use]
+    pub fn kept(&self) -> Option<&Subset> {
+        self.subset.as_ref()
+    }
+
+    /// The same grid without its list of kept positions (what a scorer needs to build the sets
+    /// of units that list their positions).
+    #[must_use]
+    pub fn without_kept(&self) -> Self {
+        Self {
+            subset: None,
+            ..self.clone()
+        }
     }
 
     /// The sample kept, if only some sets are swept (see [`Grid::sample`]).

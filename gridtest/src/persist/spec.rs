@@ -40,6 +40,10 @@ pub struct SweepSpec {
     /// dataset does not make the sweep another one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<IgnoredObject>,
+    /// The rung of a search (successive halving) this sweep is, if it is one: the sweep it
+    /// continues and the sets the search tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::sweep::SearchRung>,
 }
 
 impl SweepSpec {
@@ -67,6 +71,7 @@ impl SweepSpec {
             exec_model_version: EXEC_MODEL_VERSION,
             manifest,
             ignored: Vec::new(),
+            search: description.search.as_deref().cloned(),
         }
     }
 

@@ -31,6 +31,9 @@ pub struct SweepDescription {
     pub to: Option<NaiveDate>,
     /// Execution model.
     pub exec: ExecModel,
+    /// The rung of a search this sweep is (successive halving), if it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<Box<super::SearchRung>>,
 }
 
 /// A sweep: a registered strategy, a parameter grid, a dataset with a selection of symbols and
@@ -89,6 +92,7 @@ impl Sweep {
                 from: None,
                 to: None,
                 exec: ExecModel::default(),
+                search: None,
             },
         }
     }
@@ -108,6 +112,13 @@ impl Sweep {
     #[must_use]
     pub fn description(&self) -> &SweepDescription {
         &self.description
+    }
+
+    /// Marks this sweep as a rung of a search (its spec records it).
+    #[must_use]
+    pub fn rung(mut self, rung: super::SearchRung) -> Self {
+        self.description.search = Some(Box::new(rung));
+        self
     }
 
     /// Sets the grid.

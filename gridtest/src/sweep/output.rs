@@ -49,13 +49,16 @@ pub const OUTPUT_FILES: [&str; 3] = [RESULTS_CSV, RESULTS_PARQUET, LEADERBOARD_C
 pub const RESEARCH_JSON: &str = "research.json";
 /// What the sweep used and cost.
 pub const COST_JSON: &str = "cost.json";
-/// Every set's daily returns (when asked for).
+/// Daily returns: of every set with `--write-returns`, else of the sets `report.html` draws.
 pub const RETURNS_PARQUET: &str = "returns.parquet";
+/// The fills of the cell `report.html` lists (the best set on the first shard).
+pub const BEST_TRADES_JSON: &str = "best_trades.json";
 /// Output files a sweep writes only in some runs: copied when present, removed from the target
 /// when not (so no stale report survives beside fresh results).
-pub const OPTIONAL_FILES: [&str; 4] = [
+pub const OPTIONAL_FILES: [&str; 5] = [
     RESEARCH_JSON,
     RETURNS_PARQUET,
+    BEST_TRADES_JSON,
     super::report::REPORT_HTML,
     COST_JSON,
 ];

@@ -27,6 +27,15 @@ pub const MAX_POINTS: usize = 200_000;
 /// Equity curves drawn.
 const CURVES: usize = 5;
 
+/// The fills of the cell the page lists, as a sweep keeps them (`best_trades.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct BestTrades {
+    /// The cell (set and symbol).
+    pub label: String,
+    /// Its fills.
+    pub fills: Vec<Fill>,
+}
+
 /// What the page shows.
 #[derive(Debug)]
 pub struct ReportInput<'a> {
@@ -212,6 +221,35 @@ fn board_rows(board: &Leaderboard, axes: &[String]) -> Vec<BoardRow> {
             shards: r.shards,
         })
         .collect()
+}
+
+/// The sets whose daily returns the page draws: the leaderboard's top sets that have them, the
+/// sets the walk-forward windows chose and the full-sample winner. A sweep keeps their returns
+/// (`returns.parquet`) so that `gridtest report` can draw the page again.
+#[must_use]
+pub fn shown_sets(
+    board: &Leaderboard,
+    research: Option<&ResearchReport>,
+    returns: &SetReturns,
+) -> std::collections::HashSet<ParamSetId> {
+    let with_returns: std::collections::HashSet<ParamSetId> =
+        returns.places.iter().map(|&(_, id)| id).collect();
+    let mut shown: std::collections::HashSet<ParamSetId> = board
+        .rows
+        .iter()
+        .map(|r| r.param_set_id)
+        .filter(|id| with_returns.contains(id))
+        .take(CURVES)
+        .collect();
+    if let Some(wf) = research.and_then(|r| r.walk_forward.as_ref()) {
+        let chosen = wf.windows.iter().map(|w| w.1);
+        for set in chosen.chain([wf.full_sample_winner]) {
+            if let Ok(i) = returns.sets.binary_search(&set) {
+                shown.insert(returns.places[i].1);
+            }
+        }
+    }
+    shown
 }
 
 /// Every set's axis values and metrics, from `leaderboard.csv` (at most [`MAX_POINTS`]).

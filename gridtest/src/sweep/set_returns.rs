@@ -10,11 +10,12 @@
 //! Memory: one `f64` per set and day plus 18 bytes per set, allocated up front, so a sweep
 //! records only when [`ReturnsBook::bytes`] fits its budget.
 
+mod file;
+
 use std::collections::HashMap;
 
 use chrono::NaiveDate;
 
-use super::SweepError;
 use super::ledger::FinalCell;
 use crate::data::{ShardId, ShardInfo};
 use crate::params::ParamSetId;
@@ -166,79 +167,5 @@ impl ReturnsBook {
             places,
             returns,
         }
-    }
-}
-
-/// Rows per record batch of `returns.parquet`.
-const RETURNS_BATCH_ROWS: usize = 1 << 16;
-
-impl SetReturns {
-    /// Writes every series to a Parquet file in long form: one row per set and day, columns
-    /// `param_set` (id, 16 hex digits), `set` (grid index), `date` and `ret` (the day's return).
-    ///
-    /// # Errors
-    /// [`SweepError::Output`] if the file cannot be written.
-    pub fn write_parquet(&self, path: &std::path::Path) -> Result<(), SweepError> {
-        use datafusion::arrow::array::{
-            Date32Builder, Float64Builder, StringBuilder, UInt64Builder,
-        };
-        use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        use datafusion::arrow::record_batch::RecordBatch;
-        use datafusion::parquet::arrow::ArrowWriter;
-
-        let fail = |e: &dyn std::fmt::Display| super::output::output_error(path, e);
-        let schema = std::sync::Arc::new(Schema::new(vec![
-            Field::new("param_set", DataType::Utf8, false),
-            Field::new("set", DataType::UInt64, false),
-            Field::new("date", DataType::Date32, false),
-            Field::new("ret", DataType::Float64, false),
-        ]));
-        let file = std::fs::File::create(path).map_err(|e| fail(&e))?;
-        let mut writer = ArrowWriter::try_new(file, std::sync::Arc::clone(&schema), None)
-            .map_err(|e| fail(&e))?;
-        let epoch = chrono::DateTime::UNIX_EPOCH.date_naive();
-        let days: Vec<i32> = self
-            .dates
-            .iter()
-            .map(|d| i32::try_from(d.signed_duration_since(epoch).num_days()).unwrap_or(i32::MAX))
-            .collect();
-        let sets_per_batch = (RETURNS_BATCH_ROWS / days.len().max(1)).max(1);
-        let ids: Vec<String> = self.places.iter().map(|(_, id)| id.to_string()).collect();
-        for (chunk, series) in self
-            .returns
-            .sets()
-            .collect::<Vec<_>>()
-            .chunks(sets_per_batch)
-            .enumerate()
-        {
-            let (mut id, mut set, mut date, mut ret) = (
-                StringBuilder::new(),
-                UInt64Builder::new(),
-                Date32Builder::new(),
-                Float64Builder::new(),
-            );
-            for (k, values) in series.iter().enumerate() {
-                let i = chunk * sets_per_batch + k;
-                for (&d, &r) in days.iter().zip(values.iter()) {
-                    id.append_value(&ids[i]);
-                    set.append_value(self.sets[i]);
-                    date.append_value(d);
-                    ret.append_value(r);
-                }
-            }
-            let batch = RecordBatch::try_new(
-                std::sync::Arc::clone(&schema),
-                vec![
-                    std::sync::Arc::new(id.finish()),
-                    std::sync::Arc::new(set.finish()),
-                    std::sync::Arc::new(date.finish()),
-                    std::sync::Arc::new(ret.finish()),
-                ],
-            )
-            .map_err(|e| fail(&e))?;
-            writer.write(&batch).map_err(|e| fail(&e))?;
-        }
-        writer.close().map_err(|e| fail(&e))?;
-        Ok(())
     }
 }
