@@ -34,6 +34,8 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     // Re-executing a persisted sweep.
     &["replay"],
+    // A persisted sweep's report drawn again from its files.
+    &["reopen"],
     // The actors and their protocol.
     &["actors"],
     // Planning and executing a sweep on this node.

@@ -1019,3 +1019,99 @@ fn sigterm_stops_a_sweep_cleanly_and_a_rerun_resumes_exactly() {
         "the resumed sweep differs from the in-process run"
     );
 }
+
+#[test]
+fn a_halving_search_runs_its_rungs_on_the_cluster_and_a_killed_worker_loses_nothing() {
+    let _serial = serial();
+    // The reference: the same search in one process (2 days: rung 0 every set on the first
+    // day, rung 1 the best half on both).
+    let local = tempfile::tempdir().unwrap();
+    let status = Command::new(BIN)
+        .args(common_args(local.path()))
+        .args([
+            "--role",
+            "local",
+            "--threads",
+            "2",
+            "--halving",
+            "--eta",
+            "2",
+        ])
+        .env("GRIDTEST_TEST_SPIN", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let read =
+        |dir: &Path, file: &str| std::fs::read_to_string(dir.join("out").join(file)).unwrap();
+    let expected_cells = read(local.path(), "results.csv");
+    assert_eq!(
+        expected_cells.lines().count(),
+        3 * 40 + 1,
+        "the best 40 of 80 sets on 3 shards"
+    );
+    let local_search: gridtest::sweep::HalvingReport =
+        serde_json::from_str(&read(local.path(), "halving.json")).unwrap();
+
+    let mut c = Cluster::with_head(&["--halving", "--eta", "2"]);
+    c.start_worker("w1", COOKIE, &[]);
+    c.start_worker("w2", COOKIE, &[]);
+    // Rung 0 ends; w1 is killed while rung 1 runs.
+    c.head()
+        .wait_event("rung 0 to finish", Duration::from_secs(120), |e| {
+            matches!(e, StatusEvent::SweepFinished(_))
+        });
+    let after_rung_0 = |c: &Cluster| {
+        let events = c.head().events();
+        let start = events
+            .iter()
+            .position(|e| matches!(e, StatusEvent::SweepFinished(_)))
+            .unwrap();
+        events[start..]
+            .iter()
+            .filter_map(|e| match e {
+                StatusEvent::Progress { done, .. } => Some(*done),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while after_rung_0(&c) < 20 {
+        assert!(
+            Instant::now() < deadline,
+            "rung 1 did not progress:\n{}",
+            c.head().text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.worker("w1").signal("KILL");
+    let head = c.head.as_mut().unwrap();
+    let status = head.wait_exit(Duration::from_secs(180));
+    assert!(status.success(), "head failed:\n{}", head.text());
+    let rungs = c.finished_sweeps();
+    let ids: Vec<_> = rungs.iter().map(|s| s.sweep_id.clone().unwrap()).collect();
+    let local_ids: Vec<_> = local_search
+        .rungs
+        .iter()
+        .map(|r| r.sweep_id.clone())
+        .collect();
+    assert_eq!(ids, local_ids, "the same rungs, the same sweeps");
+    assert_eq!(
+        rungs
+            .iter()
+            .map(|s| (s.cells, s.failed))
+            .collect::<Vec<_>>(),
+        [(3 * 80, 0), (3 * 40, 0)]
+    );
+    let events = c.head().events();
+    assert!(
+        requeued_on_loss(&events, "w1") >= 1,
+        "w1's leased units went back to the queue: {events:?}"
+    );
+    assert!(
+        read(c.dir.path(), "results.csv") == expected_cells,
+        "the cluster's last rung differs from the in-process search"
+    );
+}

@@ -327,30 +327,37 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     }
     cancel_on_signals(&runtime, opts.cancel.clone())?;
     let mut bar = bar::Bar::follow(&runtime, &opts.progress, !args.no_progress);
-    let search = args.halving.then_some(Halving {
-        eta: args.eta,
-        rungs: args.rungs,
-    });
-    let computed = match (config.role, search) {
-        (Role::Head, None) => runtime
-            .block_on(crate::cluster::head::run_head(&sweep, &opts, &config))
-            .map(|r| (r, None)),
-        (Role::Head, Some(h)) => runtime
-            .block_on(crate::cluster::head::run_head_search(
-                &sweep, &opts, &config, h,
-            ))
-            .map(|(r, s)| (r, Some(s))),
-        (_, None) => runtime
-            .block_on(run_sweep(&sweep, &opts))
-            .map(|r| (r, None)),
-        (_, Some(h)) => runtime
-            .block_on(crate::execute::run_search(&sweep, &opts, h))
-            .map(|(r, s)| (r, Some(s))),
-    };
+    let computed = runtime.block_on(compute(&sweep, &opts, &config, args));
     bar.clear();
     let (results, search) = computed?;
     let report = summary::report(results, args, out_dir, search)?;
     outcome(report, args.allow_failed_cells).map(Some)
+}
+
+/// Runs the sweep (or, with `--halving`, the search) in this node's role.
+async fn compute(
+    sweep: &Sweep,
+    opts: &RunOptions,
+    config: &ClusterConfig,
+    args: &RunArgs,
+) -> Result<(SweepResults, Option<HalvingReport>)> {
+    let search = args.halving.then_some(Halving {
+        eta: args.eta,
+        rungs: args.rungs,
+    });
+    let head = config.role == Role::Head;
+    match search {
+        None if head => crate::cluster::head::run_head(sweep, opts, config)
+            .await
+            .map(|r| (r, None)),
+        None => run_sweep(sweep, opts).await.map(|r| (r, None)),
+        Some(h) if head => crate::cluster::head::run_head_search(sweep, opts, config, h)
+            .await
+            .map(|(r, s)| (r, Some(s))),
+        Some(h) => crate::execute::run_search(sweep, opts, h)
+            .await
+            .map(|(r, s)| (r, Some(s))),
+    }
 }
 
 /// Ends a sweep binary: `SUCCESS` for `Ok`, else prints `error: …` (the readable form) to

@@ -79,34 +79,15 @@ pub(crate) async fn run_halving(
             .grid(grid.clone())
             .dates(from, Some(last_date))
             .rung(step);
-        let planned = plan(&rung_sweep).await?;
-        let evaluations = rows(&planned) * planned.n_sets as u64;
-        let sweep_id = planned.sweep_id();
         let last = rung + 1 == halving.rungs;
-        tracing::info!(rung, sweep = %sweep_id, days = size.days, until = %last_date,
-            sets = planned.n_sets, "rung starts");
-        let results = execute(planned, &rung_options(opts, last), setup.clone()).await?;
-        let promoted = if last {
-            0
-        } else {
-            schedule.rungs()[rung as usize + 1].sets
-        };
-        report.evaluations += evaluations;
-        report.rungs.push(RungReport {
-            rung,
-            sweep_id: sweep_id.clone(),
-            days: size.days,
-            last_date,
-            sets: results.n_sets() as u64,
-            evaluations,
-            failed: results.failed(),
-            promoted,
-            best: results
-                .leaderboard()
-                .rows
-                .first()
-                .map(|r| (r.params.to_string(), r.score)),
-        });
+        let promoted = schedule
+            .rungs()
+            .get(rung as usize + 1)
+            .map_or(0, |r| r.sets);
+        let (results, done) = run_rung(&rung_sweep, opts, setup, last).await?;
+        let sweep_id = done.sweep_id.clone();
+        report.evaluations += done.evaluations;
+        report.rungs.push(RungReport { promoted, ..done });
         if last {
             return Ok((results, report));
         }
@@ -121,6 +102,45 @@ pub(crate) async fn run_halving(
         previous = Some(sweep_id);
     }
     unreachable!("a schedule has at least one rung")
+}
+
+/// Runs one rung (`last`: the one on the whole history): its results and what it did (nothing
+/// promoted yet).
+async fn run_rung(
+    rung_sweep: &Sweep,
+    opts: &RunOptions,
+    setup: &NodeSetup,
+    last: bool,
+) -> Result<(SweepResults, RungReport)> {
+    let planned = plan(rung_sweep).await?;
+    let step = rung_sweep
+        .description()
+        .search
+        .as_deref()
+        .cloned()
+        .expect("a rung's sweep records its rung");
+    let last_date = planned.dates.last().copied().unwrap_or_default();
+    let evaluations = rows(&planned) * planned.n_sets as u64;
+    let sweep_id = planned.sweep_id();
+    tracing::info!(rung = step.rung, sweep = %sweep_id, days = step.days, until = %last_date,
+        sets = planned.n_sets, "rung starts");
+    let results = execute(planned, &rung_options(opts, last), setup.clone()).await?;
+    let done = RungReport {
+        rung: step.rung,
+        sweep_id,
+        days: step.days,
+        last_date,
+        sets: results.n_sets() as u64,
+        evaluations,
+        failed: results.failed(),
+        promoted: 0,
+        best: results
+            .leaderboard()
+            .rows
+            .first()
+            .map(|r| (r.params.to_string(), r.score)),
+    };
+    Ok((results, done))
 }
 
 /// Every rung but the last, and the last too when it ranks by DSR, records no daily returns:
