@@ -34,6 +34,7 @@ impl UnitBackend for StandIn {
             max_sm_clock_mhz: 2000,
             temperature_c: 50,
             throttled: false,
+            energy_mj: None,
         })
     }
 

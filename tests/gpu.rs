@@ -394,12 +394,18 @@ fn gpu_detection_never_panics_and_says_why_there_is_none() {
         max_sm_clock_mhz: 1980,
         temperature_c: 83,
         throttled: true,
+        energy_mj: Some(12_345),
     };
     assert_eq!(reading.to_string(), "gpu1 1410/1980 MHz 83°C THROTTLED");
     let typed = reading.reading();
     assert_eq!(
-        (typed.device.as_str(), typed.sm_clock_mhz, typed.throttled),
-        ("gpu1", 1410, true)
+        (
+            typed.device.as_str(),
+            typed.sm_clock_mhz,
+            typed.throttled,
+            typed.energy_mj
+        ),
+        ("gpu1", 1410, true, Some(12_345))
     );
 }
 

@@ -26,6 +26,8 @@ pub struct GpuTelemetry {
     pub temperature_c: u32,
     /// Whether the card reports a thermal or power slowdown.
     pub throttled: bool,
+    /// Energy since the driver loaded, millijoules (Volta and later).
+    pub energy_mj: Option<u64>,
 }
 
 impl std::fmt::Display for GpuTelemetry {
@@ -52,6 +54,7 @@ impl GpuTelemetry {
             max_sm_clock_mhz: self.max_sm_clock_mhz,
             temperature_c: self.temperature_c,
             throttled: self.throttled,
+            energy_mj: self.energy_mj,
         }
     }
 }
@@ -72,5 +75,6 @@ pub fn sample(ordinal: u32) -> Option<GpuTelemetry> {
         throttled: device
             .current_throttle_reasons()
             .is_ok_and(|r| r.intersects(slow)),
+        energy_mj: device.total_energy_consumption().ok(),
     })
 }

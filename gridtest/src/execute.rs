@@ -306,6 +306,7 @@ async fn finish(
         computed: outcome.computed,
         nodes: outcome.nodes,
         gpu_slots: outcome.gpu_slots,
+        gpu_energy_joules: outcome.gpu_energy_joules,
         persist_failure: outcome.persist_failure,
         ledger: outcome.ledger,
     });

@@ -104,6 +104,8 @@ pub struct RunInfo {
     pub nodes: BTreeMap<String, NodeStats>,
     /// Per GPU scorer (`node/gpuD-K`).
     pub gpu_slots: BTreeMap<String, NodeStats>,
+    /// Energy per device (`node/gpuD`) during the sweep, joules, where NVML reports it.
+    pub gpu_energy_joules: BTreeMap<String, f64>,
     /// Why the sweep could not be persisted to its results root, if it could not (every cell
     /// is still in these results).
     pub persist_failure: Option<String>,

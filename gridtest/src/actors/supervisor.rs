@@ -62,6 +62,8 @@ pub struct SupervisorOutcome {
     pub nodes: BTreeMap<String, NodeStats>,
     /// Per GPU scorer (`node/gpuD-K`).
     pub gpu_slots: BTreeMap<String, NodeStats>,
+    /// Energy per device (`node/gpuD`) during the sweep, joules, where NVML reports it.
+    pub gpu_energy_joules: BTreeMap<String, f64>,
     /// Why the ledger's last cells could not be persisted, if they could not.
     pub persist_failure: Option<String>,
     /// What the ledger counted (requeues, speculative copies, duplicates).
@@ -170,6 +172,7 @@ impl Supervisor {
                 compute_wall: state.fleet.compute_wall(Instant::now()),
                 nodes: state.fleet.node_stats(),
                 gpu_slots: state.fleet.gpu_slots().clone(),
+                gpu_energy_joules: state.fleet.gpu_energy_joules(),
                 persist_failure: written.persist_failure,
                 ledger: ledger.stats(),
                 cancelled,

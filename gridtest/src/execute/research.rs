@@ -200,7 +200,10 @@ pub(super) fn write_page(
     let info = results.run_info();
     let nodes = info.map(|i| i.nodes.clone()).unwrap_or_default();
     let gpu = info.map(|i| i.gpu_slots.clone()).unwrap_or_default();
-    let cost = SweepCost::measure(&nodes, &gpu, prices);
+    let energy = info
+        .map(|i| i.gpu_energy_joules.clone())
+        .unwrap_or_default();
+    let cost = SweepCost::measure(&nodes, &gpu, prices).with_gpu_energy(energy);
     let path = results.output_dir().join(output::COST_JSON);
     let json = serde_json::to_vec_pretty(&cost).expect("costs serialise");
     std::fs::write(&path, json).map_err(|e| output_error(&path, e))?;

@@ -69,8 +69,12 @@ pub struct SweepCost {
     pub total_core_seconds: f64,
     /// All GPU scorer-seconds.
     pub total_gpu_scorer_seconds: f64,
-    /// Energy read from the devices, joules (none: no device reported it).
+    /// Energy the devices used during the sweep, joules, from NVML's counters (none: no device
+    /// reported it).
     pub gpu_energy_joules: Option<f64>,
+    /// The same per device (`node/gpuD`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gpu_energy_per_device: BTreeMap<String, f64>,
     /// The prices, when given.
     pub prices: Option<Prices>,
     /// On owned hardware kept busy all the time: the write-off of the core-hours used plus their
@@ -128,6 +132,7 @@ impl SweepCost {
             gpu_scorer_seconds,
             total_core_seconds,
             gpu_energy_joules: None,
+            gpu_energy_per_device: BTreeMap::new(),
             prices: None,
             owned_cost: None,
             rented_cost: None,
@@ -146,5 +151,22 @@ impl SweepCost {
             cost.prices = Some(p);
         }
         cost
+    }
+
+    /// The same cost with the energy each device (`node/gpuD`) used, joules.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use gridtest::sweep::SweepCost;
+    /// let idle = SweepCost::measure(&BTreeMap::new(), &BTreeMap::new(), None);
+    /// assert_eq!(idle.clone().with_gpu_energy(BTreeMap::new()).gpu_energy_joules, None);
+    /// let two = BTreeMap::from([("n/gpu0".to_owned(), 150.0), ("n/gpu1".to_owned(), 50.0)]);
+    /// assert_eq!(idle.with_gpu_energy(two).gpu_energy_joules, Some(200.0));
+    /// ```
+    #[must_use]
+    pub fn with_gpu_energy(mut self, per_device: BTreeMap<String, f64>) -> Self {
+        self.gpu_energy_joules = (!per_device.is_empty()).then(|| per_device.values().sum());
+        self.gpu_energy_per_device = per_device;
+        self
     }
 }

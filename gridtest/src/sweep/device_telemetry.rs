@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One reading of one device: clock against its maximum, temperature, throttling.
+/// One reading of one device: clock against its maximum, temperature, throttling, energy used.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceTelemetry {
     /// The device on its node (`gpu0`).
@@ -15,6 +15,10 @@ pub struct DeviceTelemetry {
     pub temperature_c: u32,
     /// Whether the device reports a thermal or power slowdown.
     pub throttled: bool,
+    /// Energy the device used since its driver loaded, millijoules (NVML's counter, Volta and
+    /// later; `None` where the device does not report it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_mj: Option<u64>,
 }
 
 impl std::fmt::Display for DeviceTelemetry {

@@ -75,6 +75,8 @@ pub struct Fleet {
     rules: FleetRules,
     nodes: BTreeMap<String, NodeView>,
     gpu_slots: BTreeMap<String, NodeStats>,
+    /// Per device (`node/gpuD`): its energy counter's first and latest reading, mJ.
+    energy: BTreeMap<String, (u64, u64)>,
     asking: BTreeSet<String>,
     started: Instant,
     first_lease: Option<Instant>,
@@ -88,6 +90,7 @@ impl Fleet {
             rules,
             nodes: BTreeMap::new(),
             gpu_slots: BTreeMap::new(),
+            energy: BTreeMap::new(),
             asking: BTreeSet::new(),
             started: now,
             first_lease: None,
@@ -209,6 +212,15 @@ impl Fleet {
         telemetry: Vec<DeviceTelemetry>,
         now: Instant,
     ) -> bool {
+        for t in &telemetry {
+            if let Some(mj) = t.energy_mj {
+                let counter = self
+                    .energy
+                    .entry(format!("{node}/{}", t.device))
+                    .or_insert((mj, mj));
+                counter.1 = mj;
+            }
+        }
         let n = self.node(node, now);
         n.draining = draining;
         let was_throttled = |device: &str| {
@@ -263,6 +275,18 @@ impl Fleet {
     #[must_use]
     pub fn gpu_slots(&self) -> &BTreeMap<String, NodeStats> {
         &self.gpu_slots
+    }
+
+    /// Energy each device (`node/gpuD`) used between its first and latest reading, joules
+    /// (readings come with the nodes' status, every heartbeat).
+    #[must_use]
+    pub fn gpu_energy_joules(&self) -> BTreeMap<String, f64> {
+        self.energy
+            .iter()
+            .map(|(device, &(first, last))| {
+                (device.clone(), last.saturating_sub(first) as f64 / 1e3)
+            })
+            .collect()
     }
 
     /// Statistics per node.
@@ -428,6 +452,7 @@ mod tests {
             max_sm_clock_mhz: 1980,
             temperature_c,
             throttled,
+            energy_mj: None,
         };
         assert!(!fleet.status("a", false, vec![reading(60, 1980, false)], t0));
         assert!(fleet.status("a", false, vec![reading(84, 1410, true)], t0));
@@ -440,5 +465,41 @@ mod tests {
             fleet.status("a", false, vec![reading(84, 1410, true)], t0),
             "again"
         );
+    }
+
+    #[test]
+    fn energy_is_the_counters_rise_per_device_over_the_sweep() {
+        let t0 = Instant::now();
+        let mut fleet = Fleet::new(FleetRules::default(), t0);
+        let reading = |device: &str, energy_mj| DeviceTelemetry {
+            device: device.to_owned(),
+            energy_mj,
+            ..DeviceTelemetry::default()
+        };
+        fleet.status("a", false, vec![reading("gpu0", Some(5_000_000))], t0);
+        fleet.status("b", false, vec![reading("gpu0", None)], t0);
+        fleet.status(
+            "a",
+            false,
+            vec![reading("gpu0", Some(5_250_000)), reading("gpu1", Some(7))],
+            t0,
+        );
+        fleet.status(
+            "a",
+            false,
+            vec![
+                reading("gpu0", Some(5_600_500)),
+                reading("gpu1", Some(1_007)),
+            ],
+            t0,
+        );
+        let energy = fleet.gpu_energy_joules();
+        assert_eq!(
+            energy.len(),
+            2,
+            "a device without a counter has no entry: {energy:?}"
+        );
+        assert!((energy["a/gpu0"] - 600.5).abs() < 1e-9);
+        assert!((energy["a/gpu1"] - 1.0).abs() < 1e-9);
     }
 }
