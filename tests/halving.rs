@@ -5,13 +5,11 @@
 
 use std::path::Path;
 
-use gridtest::DataKind;
-use gridtest::data::synth;
 use gridtest::storage::Location;
 use gridtest::sweep::{Halving, HalvingReport};
 use gridtest::{Grid, RunOptions, Sweep, SweepResults};
-use gridtest_examples::{Planted, planted_key, planted_prices};
-use gridtest_tests::{Scratch, quiet, runtime};
+use gridtest_examples::Planted;
+use gridtest_tests::{Scratch, quiet, runtime, write_planted};
 use serde_json::Value;
 
 const PLANTED: (u32, u32) = (7, 13);
@@ -21,17 +19,13 @@ const SYMBOLS: [&str; 2] = ["AAA", "BBB"];
 
 /// Two symbols × 27 days × 400 ticks whose returns carry the planted set's sides.
 fn planted_data(scratch: &Scratch) {
-    let dataset = scratch.dataset(DataKind::Ticks);
-    let key = planted_key(PLANTED.0, PLANTED.1);
-    let rt = runtime();
-    for (seed, symbol) in (1u64..).zip(SYMBOLS) {
-        let prices = planted_prices(key, TICKS_PER_DAY * DAYS, 2e-4, 1e-3, seed);
-        for (day, date) in synth::weekdays(DAYS).into_iter().enumerate() {
-            let ticks = &prices[day * TICKS_PER_DAY..(day + 1) * TICKS_PER_DAY];
-            rt.block_on(synth::write_tick_day(&dataset, symbol, date, ticks))
-                .expect("write a day");
-        }
-    }
+    write_planted(
+        scratch,
+        &SYMBOLS,
+        (DAYS, TICKS_PER_DAY),
+        PLANTED,
+        (2e-4, 1e-3),
+    );
 }
 
 /// 30 × 34 = 1 020 sets, one of them planted.

@@ -544,3 +544,29 @@ mod tests {
         assert!(skip_unless_required("all", "gpu", "t", "none").is_err());
     }
 }
+
+/// Writes `days` weekdays × `ticks` ticks of each symbol under `scratch`, whose log-returns
+/// carry the sides of the `planted` parameter set (`gridtest_examples::planted`) with `edge`
+/// per tick on top of noise of volatility `vol`, each symbol with its own noise.
+///
+/// # Panics
+/// If a file cannot be written.
+pub fn write_planted(
+    scratch: &Scratch,
+    symbols: &[&str],
+    (days, ticks): (usize, usize),
+    planted: (u32, u32),
+    (edge, vol): (f64, f64),
+) {
+    let dataset = scratch.dataset(DataKind::Ticks);
+    let key = gridtest_examples::planted_key(planted.0, planted.1);
+    let rt = runtime();
+    for (seed, symbol) in (1u64..).zip(symbols) {
+        let prices = gridtest_examples::planted_prices(key, ticks * days, edge, vol, seed);
+        for (day, date) in synth::weekdays(days).into_iter().enumerate() {
+            let prices = &prices[day * ticks..(day + 1) * ticks];
+            rt.block_on(synth::write_tick_day(&dataset, symbol, date, prices))
+                .expect("write a day");
+        }
+    }
+}
