@@ -531,20 +531,6 @@ fn workspace_binary(build_args: &[&str], relative: &str) -> PathBuf {
     binary
 }
 
-#[cfg(test)]
-mod tests {
-    use super::skip_unless_required;
-
-    #[test]
-    fn a_skip_of_a_required_component_fails() {
-        assert!(skip_unless_required("", "s3", "t", "no server").is_ok());
-        assert!(skip_unless_required("cxx,nvrtc", "s3", "t", "no server").is_ok());
-        let err = skip_unless_required("s3,cxx", "s3", "t", "no server").unwrap_err();
-        assert!(err.contains("`s3` is required"), "{err}");
-        assert!(skip_unless_required("all", "gpu", "t", "none").is_err());
-    }
-}
-
 /// Writes `days` weekdays × `ticks` ticks of each symbol under `scratch`, whose log-returns
 /// carry the sides of the `planted` parameter set (`gridtest_examples::planted`) with `edge`
 /// per tick on top of noise of volatility `vol`, each symbol with its own noise.
@@ -568,5 +554,19 @@ pub fn write_planted(
             rt.block_on(synth::write_tick_day(&dataset, symbol, date, prices))
                 .expect("write a day");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skip_unless_required;
+
+    #[test]
+    fn a_skip_of_a_required_component_fails() {
+        assert!(skip_unless_required("", "s3", "t", "no server").is_ok());
+        assert!(skip_unless_required("cxx,nvrtc", "s3", "t", "no server").is_ok());
+        let err = skip_unless_required("s3,cxx", "s3", "t", "no server").unwrap_err();
+        assert!(err.contains("`s3` is required"), "{err}");
+        assert!(skip_unless_required("all", "gpu", "t", "none").is_err());
     }
 }
