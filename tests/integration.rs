@@ -10,6 +10,7 @@ mod exit;
 mod gpu;
 mod grid;
 mod halving;
+mod indicators;
 mod ingest;
 mod layout;
 mod macros;

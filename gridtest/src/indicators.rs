@@ -1,91 +1,36 @@
-//! Building blocks for strategies' per-event state, cheap enough for the innermost loop.
+//! Building blocks for strategies' per-event state, cheap enough for the innermost loop: each
+//! allocates once, when the strategy is built, and updates in O(1) (amortised for the rolling
+//! extremes) without branching on warm-up beyond a counter.
+//!
+//! Their arithmetic is stated and matches pandas, operation for operation where it can, so that
+//! a strategy ported from pandas (or from a backtester built on it, such as backtesting.py)
+//! takes the same decisions on the same prices, ties included:
+//!
+//! | indicator | pandas expression it equals |
+//! |---|---|
+//! | [`Sma`] | `s.rolling(n).mean()` (bit for bit: the same compensated sums) |
+//! | [`Ewm`] | `s.ewm(alpha=a, adjust=False).mean()`, [`Ewm::span`]: `s.ewm(span=n, adjust=False)` (bit for bit) |
+//! | [`RollingStd`] | `s.rolling(n).std()` (sample, `ddof = 1`; the same update, to rounding) |
+//! | [`RollingMax`], [`RollingMin`] | `s.rolling(n).max()`, `.min()` (exact) |
+//! | [`Rsi`] | Wilder's RSI as `100 − 100 / (1 + g / l)`, `g`, `l` the `ewm(alpha=1/n, adjust=False)` means of the gains and losses of `s.diff()` |
+//! | [`Atr`] | the `ewm(alpha=1/n, adjust=False)` mean of the true range `max(h − l, |h − c₋₁|, |l − c₋₁|)` (`h − l` on the first bar) |
+//! | [`Bollinger`] | `mid = rolling(n).mean()`, `mid ± k · rolling(n).std()` |
+//! | [`ZScore`] | `(s − rolling(n).mean()) / rolling(n).std()` |
+//!
+//! Each returns NaN where pandas does (before its window is full). `tests/indicators.rs`
+//! compares them with pandas on decimal prices.
 
-/// Mean of the last `window` values, with the window sum updated in O(1) from the value entering
-/// and the value leaving (read it with `Cursor::price_back(window)`, which is `0.0` before the
-/// shard's start, so no warm-up branch is needed).
-///
-/// The sum is exact when the values lie on a binary grid (prices in 1/256ths, say) and their
-/// sums stay below 2^53 units of it; otherwise rounding drifts by O(n·ε) over n updates.
-///
-/// ```
-/// use gridtest::indicators::RollingMean;
-/// let mut m = RollingMean::new(3);
-/// let xs = [1.0, 2.0, 3.0, 4.0];
-/// for (i, &x) in xs.iter().enumerate() {
-///     let leaving = if i >= 3 { xs[i - 3] } else { 0.0 };
-///     m.push(x, leaving);
-/// }
-/// assert_eq!(m.mean(), 3.0);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RollingMean {
-    window: usize,
-    divisor: f64,
-    reciprocal: f64,
-    sum: f64,
-}
+mod bands;
+mod ewm;
+mod extreme;
+mod ring;
+mod rolling_mean;
+mod sma;
+mod wilder;
 
-impl RollingMean {
-    /// A rolling mean over `window` values.
-    ///
-    /// # Panics
-    /// If `window` is 0.
-    #[must_use]
-    pub fn new(window: usize) -> Self {
-        assert!(window > 0, "a rolling mean needs a window of at least 1");
-        let divisor = window as f64;
-        Self {
-            window,
-            divisor,
-            reciprocal: 1.0 / divisor,
-            sum: 0.0,
-        }
-    }
-
-    /// The window length.
-    #[inline(always)]
-    #[must_use]
-    pub fn window(&self) -> usize {
-        self.window
-    }
-
-    /// Slides the window: adds `entering`, removes `leaving`.
-    #[inline(always)]
-    pub fn push(&mut self, entering: f64, leaving: f64) {
-        self.sum += entering - leaving;
-    }
-
-    /// The window sum.
-    #[inline(always)]
-    #[must_use]
-    pub fn sum(&self) -> f64 {
-        self.sum
-    }
-
-    /// The mean: the window sum divided by the window, the division last (IEEE, correctly
-    /// rounded).
-    #[inline(always)]
-    #[must_use]
-    pub fn mean(&self) -> f64 {
-        self.sum / self.divisor
-    }
-
-    /// `self.mean() > other.mean()`, exactly as with the two divisions, but usually without
-    /// dividing: the means are first estimated with a multiplication by the reciprocal (within
-    /// 3 ulp of the correctly rounded quotient), and only when the estimates are within 8 ε of
-    /// each other are the exact quotients computed.
-    #[inline(always)]
-    #[must_use]
-    pub fn mean_gt(&self, other: &Self) -> bool {
-        let a = self.sum * self.reciprocal;
-        let b = other.sum * other.reciprocal;
-        let margin = 8.0 * f64::EPSILON * a.abs().max(b.abs());
-        if a - b > margin {
-            true
-        } else if b - a > margin {
-            false
-        } else {
-            self.mean() > other.mean()
-        }
-    }
-}
+pub use bands::{Bollinger, RollingStd, ZScore};
+pub use ewm::Ewm;
+pub use extreme::{RollingMax, RollingMin};
+pub use rolling_mean::RollingMean;
+pub use sma::Sma;
+pub use wilder::{Atr, Rsi};
