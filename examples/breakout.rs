@@ -16,25 +16,18 @@ pub struct BreakoutParams {
     pub short: bool,
 }
 
-/// State: the parameters and the current position.
+/// State: the channels of the bars before the current one (monotonic deques: O(1) amortised
+/// per bar, where a scan of the channel is O(entry + exit)) and the current position.
 #[derive(Debug)]
 pub struct Breakout {
     entry: usize,
     exit: usize,
     short: bool,
+    entry_high: RollingMax,
+    entry_low: RollingMin,
+    exit_high: RollingMax,
+    exit_low: RollingMin,
     position: f64,
-}
-
-fn highest(now: &Cursor<'_, Bars>, from: usize, n: usize) -> f64 {
-    (from..from + n)
-        .map(|k| now.high_back(k))
-        .fold(f64::MIN, f64::max)
-}
-
-fn lowest(now: &Cursor<'_, Bars>, from: usize, n: usize) -> f64 {
-    (from..from + n)
-        .map(|k| now.low_back(k))
-        .fold(f64::MAX, f64::min)
 }
 
 #[gridtest::strategy(name = "breakout", version = "1")]
@@ -51,6 +44,10 @@ impl Strategy for Breakout {
             entry: p.entry,
             exit: p.exit,
             short: p.short,
+            entry_high: RollingMax::new(p.entry),
+            entry_low: RollingMin::new(p.entry),
+            exit_high: RollingMax::new(p.exit),
+            exit_low: RollingMin::new(p.exit),
             position: 0.0,
         }
     }
@@ -60,14 +57,20 @@ impl Strategy for Breakout {
     }
 
     fn on_data(&mut self, now: &Cursor<'_, Bars>) -> f64 {
+        // The channels hold the bars before this one; this bar joins them after the decision.
+        let (upper, lower) = (self.entry_high.value(), self.entry_low.value());
+        let (exit_upper, exit_lower) = (self.exit_high.value(), self.exit_low.value());
+        let (high, low) = (now.high(), now.low());
+        self.entry_high.push(high);
+        self.entry_low.push(low);
+        self.exit_high.push(high);
+        self.exit_low.push(low);
         if now.index() < self.lookback() as u64 {
             return 0.0;
         }
         let close = now.close();
-        let upper = highest(now, 1, self.entry);
-        let lower = lowest(now, 1, self.entry);
-        let exit_long = self.position > 0.0 && close < lowest(now, 1, self.exit);
-        let exit_short = self.position < 0.0 && close > highest(now, 1, self.exit);
+        let exit_long = self.position > 0.0 && close < exit_lower;
+        let exit_short = self.position < 0.0 && close > exit_upper;
         if exit_long || exit_short {
             self.position = 0.0;
         }

@@ -1,7 +1,9 @@
 //! Everything a strategy author needs: `use gridtest::prelude::*;`.
 
 pub use crate::Params;
-pub use crate::indicators::RollingMean;
+pub use crate::indicators::{
+    Atr, Bollinger, Ewm, RollingMax, RollingMean, RollingMin, RollingStd, Rsi, Sma, ZScore,
+};
 pub use crate::params::{Grid, ParamKind, ParamSet, ParamValue};
 pub use crate::strategy::{
     Bars, Cursor, GpuCode, RegisteredStrategy, Strategy, Ticks, pack_numeric,
