@@ -343,3 +343,53 @@ fn in_memory_data_is_checked_like_a_file() {
         "{err}"
     );
 }
+
+/// Annualisation: derived per shard as `trading days · events / distinct dates`, or stated
+/// (`--periods-per-year`): Sharpe and Sortino scale by the root of the ratio, nothing else moves.
+#[test]
+fn stated_periods_per_year_rescale_sharpe_and_sortino_only() {
+    let n = 5000;
+    let price = random_walk(n, 7, 80.0);
+    let shard = Shard::new(
+        "T",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-03".parse().unwrap(),
+    );
+    let data =
+        ShardData::from_ticks(shard, (0..n as i64).collect(), price, vec![1.0; n], 2).unwrap();
+    let sets = sets(&STYLES);
+    let derived = ExecModel::default();
+    let hourly = ExecModel::default().with_periods_per_year(24.0 * 365.0);
+    let fewer_days = ExecModel::default().with_trading_days_per_year(365.0);
+    let run = |exec: &ExecModel| -> Vec<Metrics> {
+        run_chunk::<ScriptedTicks>(&data, &sets, exec)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let (base, stated, calendar) = (run(&derived), run(&hourly), run(&fewer_days));
+    let a = 252.0 * n as f64 / 2.0; // events per year derived: 2 dates
+    for ((b, s), c) in base.iter().zip(&stated).zip(&calendar) {
+        assert!(b.sharpe != 0.0 && b.sortino != 0.0);
+        let k = (8760.0 / a).sqrt();
+        assert!(
+            close(s.sharpe, b.sharpe * k, 1e-12),
+            "{} vs {}",
+            s.sharpe,
+            b.sharpe * k
+        );
+        assert!(close(s.sortino, b.sortino * k, 1e-12));
+        let k = (365.0_f64 / 252.0).sqrt();
+        assert!(close(c.sharpe, b.sharpe * k, 1e-12));
+        assert_eq!(
+            (s.total_return, s.max_drawdown, s.trades),
+            (b.total_return, b.max_drawdown, b.trades)
+        );
+    }
+    let bad = ExecModel::default().with_periods_per_year(0.0).validate();
+    assert!(
+        bad.unwrap_err()
+            .iter()
+            .any(|p| p.contains("periods_per_year"))
+    );
+}

@@ -194,7 +194,7 @@ fn check_parity(
         let raw = run_harness(&exe, dir.path(), &code, data, sets, lookback, exec, launch);
         assert_eq!(raw.len(), sets.len());
         for ((set, want), raw) in sets.iter().zip(&want).zip(raw) {
-            let got = raw.finish(data.n_rows(), data.n_days(), exec.trading_days_per_year);
+            let got = raw.finish(data.n_rows(), data.n_days(), exec.annualisation());
             assert!(got.is_ok(), "{name} [{set}]: {got:?}");
             assert_eq!(
                 &got,

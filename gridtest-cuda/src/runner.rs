@@ -510,9 +510,9 @@ impl GpuDevice {
                 .collect())
         };
         let raw = run_split(&lane_ids, &mut launch)?;
-        let days_per_year = exec.trading_days_per_year;
+        let annual = exec.annualisation();
         for (lane, account) in lanes.iter().zip(raw) {
-            outcomes[*lane] = Some(account.finish(data.n_rows(), data.n_days(), days_per_year));
+            outcomes[*lane] = Some(account.finish(data.n_rows(), data.n_days(), annual));
         }
         Ok(outcomes
             .into_iter()

@@ -24,7 +24,7 @@ mod trace;
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use day_returns::DayReturns;
-pub use exec_model::{EXEC_MODEL_VERSION, ExecModel};
+pub use exec_model::{Annualisation, EXEC_MODEL_VERSION, ExecModel};
 pub use kernel::TILE;
 pub use raw::RawAccount;
 pub use trace::{CellTrace, Fill, Side};

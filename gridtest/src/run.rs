@@ -5,22 +5,22 @@
 
 mod bar;
 mod cell_trace;
+mod settings;
 mod summary;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use chrono::NaiveDate;
 
-use crate::actors::BackendSettings;
 use crate::cli::ClusterArgs;
 use crate::cluster::{ClusterConfig, Role};
 use crate::error::{Error, Result};
 use crate::execute::default_threads;
 use crate::metrics::RankMetric;
-use crate::status::StatusLog;
 use crate::sweep::{Halving, HalvingReport, Leaderboard, Sweep, SweepResults, output};
 
+pub use settings::apply_args;
+use settings::read_prices;
 pub use summary::HALVING_JSON;
 
 pub use crate::execute::{
@@ -55,6 +55,14 @@ pub struct RunArgs {
     /// Largest absolute target weight.
     #[arg(long)]
     pub max_leverage: Option<f64>,
+    /// Trading days per year: Sharpe and Sortino are annualised by `days · events / distinct
+    /// dates` events per year (default 252).
+    #[arg(long)]
+    pub trading_days_per_year: Option<f64>,
+    /// Events per year, stated for every shard (e.g. 252 for daily bars, 8760 for hourly bars of
+    /// a 24/7 market), instead of the derivation from trading days.
+    #[arg(long)]
+    pub periods_per_year: Option<f64>,
     /// Scorer threads (default: one per core).
     #[arg(long, env = "GRIDTEST_THREADS")]
     pub threads: Option<usize>,
@@ -174,74 +182,6 @@ pub struct SweepReport {
     pub out_dir: PathBuf,
     /// The rungs of a successive-halving search (`--halving`); `results` are its last rung's.
     pub search: Option<HalvingReport>,
-}
-
-/// Applies command-line settings to a sweep and options; the results root is the resolved
-/// cluster settings' (a head's default included).
-#[must_use]
-pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (Sweep, RunOptions) {
-    if let Some(d) = &args.data {
-        sweep = sweep.data(d.clone());
-    }
-    if let Some(s) = &args.symbols {
-        sweep = sweep.symbols(s.clone());
-    }
-    if let Some(n) = args.random {
-        let sampled = sweep.grid_ref().clone().sample(n, args.seed);
-        sweep = sweep.grid(sampled);
-    }
-    let (from, to) = sweep.date_range();
-    sweep = sweep.dates(args.from.or(from), args.to.or(to));
-    let mut exec = sweep.exec_model().clone();
-    if let Some(c) = args.commission_bps {
-        exec.commission_bps = c;
-    }
-    if let Some(s) = args.slippage_bps {
-        exec.slippage_bps = s;
-    }
-    if let Some(l) = args.max_leverage {
-        exec.max_leverage = l;
-    }
-    sweep = sweep.exec(exec);
-    let opts = RunOptions {
-        threads: args.threads.unwrap_or_else(default_threads),
-        cache_bytes: args.cache_mb << 20,
-        unit_evals: args.unit_evals,
-        progress_every: Duration::from_millis(args.progress_ms.max(10)),
-        max_attempts: args.max_attempts,
-        results: config.results.clone(),
-        wait_for_nodes: args.wait_for_nodes,
-        backends: (!args.no_gpu).then_some(BackendSettings {
-            gpu_slots_per_device: args.gpu_slots,
-            gpu_reserve_bytes: args.gpu_reserve_mb << 20,
-            gpu_shard_budget_bytes: args.gpu_shard_mb << 20,
-        }),
-        rank_by: args.rank_by.unwrap_or(RankMetric::Sharpe),
-        returns: crate::execute::ReturnsOptions {
-            record: args.returns,
-            memory_bytes: args.returns_memory << 20,
-            write: args.write_returns,
-        },
-        prices: None,
-        status: args
-            .status_file
-            .as_ref()
-            .map_or_else(StatusLog::default, |path| {
-                StatusLog::to_file(path, &config.node_name)
-            }),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        progress: crate::progress::ProgressFeed::default(),
-    };
-    (sweep, opts)
-}
-
-/// Reads a price file (`--prices`).
-fn read_prices(path: &std::path::Path) -> Result<crate::sweep::Prices> {
-    let problem = |why: String| Error::Config {
-        problems: vec![format!("price file {}: {why}", path.display())],
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| problem(e.to_string()))?;
-    serde_json::from_str(&text).map_err(|e| problem(e.to_string()))
 }
 
 /// Installs the `tracing` subscriber (level from `RUST_LOG`, default `info`) unless one is set.

@@ -143,7 +143,7 @@ async fn submit(args: &SubmitArgs) -> Result<()> {
     let coordinator = connect(args).await?;
     let submitted = match coordinator
         .call(
-            |r| CoordinatorMsg::Submit(Wire(request), r),
+            |r| CoordinatorMsg::Submit(Wire(Box::new(request)), r),
             Some(Duration::from_secs(300)),
         )
         .await

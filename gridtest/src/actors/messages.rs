@@ -225,7 +225,7 @@ pub enum CoordinatorMsg {
     /// Queue a sweep; `Err` says why it cannot run.
     #[rpc]
     Submit(
-        Wire<SweepRequest>,
+        Wire<Box<SweepRequest>>,
         RpcReplyPort<Wire<Result<Submitted, String>>>,
     ),
     /// Where a sweep stands (`None`: unknown id).

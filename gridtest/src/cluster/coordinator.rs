@@ -175,7 +175,7 @@ impl Actor for Coordinator {
                             let ahead = state.queue.len() + usize::from(state.running.is_some());
                             let queued = SweepState::Queued { ahead };
                             state.states.insert(id.clone(), queued.clone());
-                            state.queue.push_back((id.clone(), planned, request));
+                            state.queue.push_back((id.clone(), planned, *request));
                             tracing::info!(sweep = %id, ahead, "sweep submitted");
                             Ok(Submitted {
                                 sweep_id: id,

@@ -31,8 +31,41 @@ pub struct ExecModel {
     /// Largest absolute target weight (1 = no leverage).
     pub max_leverage: f64,
     /// Trading days per year, for annualising Sharpe and Sortino: `A = days · events / distinct
-    /// dates` events per year.
+    /// dates` events per year (unless `periods_per_year` is set).
     pub trading_days_per_year: f64,
+    /// Events per year, stated: `A` for every shard, whatever its events per date (e.g.
+    /// `252.0` for daily bars, `8760.0` for hourly bars of a market open 24 × 365).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub periods_per_year: Option<f64>,
+}
+
+/// How Sharpe and Sortino ratios are annualised: by a stated number of events per year, or by
+/// events per year derived from each shard (`trading days · events / distinct dates`).
+///
+/// ```
+/// use gridtest::ExecModel;
+/// let derived = ExecModel::default().annualisation();
+/// assert_eq!(derived.per_year(50_000 * 20, 20), 252.0 * 50_000.0);
+/// let stated = ExecModel::default().with_periods_per_year(24.0 * 365.0).annualisation();
+/// assert_eq!(stated.per_year(1_000, 3), 8760.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Annualisation {
+    trading_days_per_year: f64,
+    periods_per_year: Option<f64>,
+}
+
+impl Annualisation {
+    /// Events per year of a shard of `n_events` events over `n_days` distinct dates (0 for a
+    /// shard without dates, when not stated).
+    #[must_use]
+    pub fn per_year(&self, n_events: u64, n_days: u32) -> f64 {
+        match self.periods_per_year {
+            Some(stated) => stated,
+            None if n_days == 0 => 0.0,
+            None => self.trading_days_per_year * n_events as f64 / f64::from(n_days),
+        }
+    }
 }
 
 impl Default for ExecModel {
@@ -43,6 +76,7 @@ impl Default for ExecModel {
             slippage_bps: 0.0,
             max_leverage: 1.0,
             trading_days_per_year: 252.0,
+            periods_per_year: None,
         }
     }
 }
@@ -67,6 +101,30 @@ impl ExecModel {
     pub fn with_max_leverage(mut self, max: f64) -> Self {
         self.max_leverage = max;
         self
+    }
+
+    /// Sets the trading days per year (annualisation derived per shard, see
+    /// [`ExecModel::annualisation`]).
+    #[must_use]
+    pub fn with_trading_days_per_year(mut self, days: f64) -> Self {
+        self.trading_days_per_year = days;
+        self
+    }
+
+    /// States the events per year that annualise Sharpe and Sortino ratios, for every shard.
+    #[must_use]
+    pub fn with_periods_per_year(mut self, periods: f64) -> Self {
+        self.periods_per_year = Some(periods);
+        self
+    }
+
+    /// How ratios are annualised.
+    #[must_use]
+    pub fn annualisation(&self) -> Annualisation {
+        Annualisation {
+            trading_days_per_year: self.trading_days_per_year,
+            periods_per_year: self.periods_per_year,
+        }
     }
 
     /// Total cost per unit of traded notional: `(commission + slippage) / 10 000`.
@@ -102,6 +160,9 @@ impl ExecModel {
             self.trading_days_per_year,
             self.trading_days_per_year > 0.0,
         );
+        if let Some(p) = self.periods_per_year {
+            check("periods_per_year", p, p > 0.0);
+        }
         if bad.is_empty() { Ok(()) } else { Err(bad) }
     }
 }

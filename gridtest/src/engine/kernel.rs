@@ -2,7 +2,7 @@
 
 use super::account::Account;
 use super::day_returns::DayReturns;
-use super::exec_model::ExecModel;
+use super::exec_model::{Annualisation, ExecModel};
 use super::panic_capture;
 use super::trace::{self, Before, CellTrace};
 use super::{CellFailure, CellOutcome, FailureKind};
@@ -125,7 +125,7 @@ pub(crate) struct Kernel<S: Strategy> {
     window: Window,
     cost: f64,
     max_leverage: f64,
-    days_per_year: f64,
+    annual: Annualisation,
     seen: u64,
     /// Return periods since the last moment tile closed.
     tile_periods: u32,
@@ -177,7 +177,7 @@ impl<S: Strategy> Kernel<S> {
             window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),
             cost: exec.cost_rate(),
             max_leverage: exec.max_leverage,
-            days_per_year: exec.trading_days_per_year,
+            annual: exec.annualisation(),
             seen: 0,
             tile_periods: 0,
             record_days: false,
@@ -300,7 +300,7 @@ impl<S: Strategy> Kernel<S> {
         if self.tile_periods > 0 {
             self.close_moment_tile();
         }
-        let (seen, per_year) = (self.seen, self.days_per_year);
+        let (seen, per_year) = (self.seen, self.annual);
         let mut days = std::mem::take(&mut self.days);
         days.extend(self.window.day);
         let mut per_set = Vec::new();

@@ -2,6 +2,7 @@
 //! [`Metrics`]. The CPU engine and the GPU kernels (gridtest-cuda) both produce them, so both
 //! finish a cell with exactly the same arithmetic.
 
+use super::exec_model::Annualisation;
 use super::{CellFailure, FailureKind};
 use crate::metrics::{Drawdown, Metrics, Moments};
 
@@ -65,7 +66,8 @@ impl RawAccount {
         }
     }
 
-    /// The cell's metrics after `n_events` events over `n_days` distinct dates.
+    /// The cell's metrics after `n_events` events over `n_days` distinct dates, ratios
+    /// annualised by `annual`.
     ///
     /// # Errors
     /// [`FailureKind::BadTarget`] if the strategy returned a NaN target.
@@ -73,7 +75,7 @@ impl RawAccount {
         &self,
         n_events: u64,
         n_days: u32,
-        days_per_year: f64,
+        annual: Annualisation,
     ) -> Result<Metrics, CellFailure> {
         if let Some((index, value)) = self.bad_target {
             return Err(CellFailure::new(
@@ -82,11 +84,7 @@ impl RawAccount {
             ));
         }
         let periods = n_events.saturating_sub(1);
-        let per_year = if n_days == 0 {
-            0.0
-        } else {
-            days_per_year * n_events as f64 / f64::from(n_days)
-        };
+        let per_year = annual.per_year(n_events, n_days);
         let (mean, std) = self.moments.finish();
         let sharpe = if std > 0.0 {
             mean / std * per_year.sqrt()
@@ -180,7 +178,9 @@ mod tests {
                 bad_target: None,
             }
         );
-        let m = raw.finish(5001, 2, 252.0).unwrap();
+        let m = raw
+            .finish(5001, 2, crate::ExecModel::default().annualisation())
+            .unwrap();
         assert_eq!((m.n_ticks, m.trades, m.round_trips), (5001, 41, 20));
         assert_eq!(m.total_return, 0.25);
         assert_eq!(m.profit_factor, 1.5);
@@ -191,7 +191,9 @@ mod tests {
     fn a_bad_target_on_the_device_fails_the_cell_naming_the_event() {
         let raw = RawAccount::from_device(&device(77.0));
         assert!(matches!(raw.bad_target, Some((77, v)) if v.is_nan()));
-        let err = raw.finish(100, 1, 252.0).unwrap_err();
+        let err = raw
+            .finish(100, 1, crate::ExecModel::default().annualisation())
+            .unwrap_err();
         assert_eq!(err.kind, FailureKind::BadTarget);
         assert!(err.to_string().contains("at event 77"), "{err}");
     }
