@@ -194,22 +194,19 @@ fn gridtest_report_draws_a_persisted_sweeps_page_again() {
         "a sweep keeps what its page needs"
     );
 
+    // What `gridtest report ROOT ID --out DIR` runs (the tool is a thin parser around it).
     let out = tempfile::tempdir().unwrap();
-    let redraw = std::process::Command::new(gridtest_tests::gridtest_cli())
-        .args([
-            "report",
-            &root.path().display().to_string(),
-            &sweep_id,
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
+    let root_location =
+        gridtest::storage::Location::parse(&root.path().display().to_string()).unwrap();
+    let id: gridtest::sweep::SweepId = sweep_id.parse().unwrap();
+    let page = gridtest_tests::runtime()
+        .block_on(gridtest::reopen::rebuild_report(
+            &root_location,
+            &id,
+            out.path(),
+        ))
         .unwrap();
-    assert!(
-        redraw.status.success(),
-        "{}",
-        String::from_utf8_lossy(&redraw.stderr)
-    );
+    assert_eq!(page, out.path().join("report.html"));
     let (mut before, mut after) = (
         page_data(&persisted.join("report.html")),
         page_data(&out.path().join("report.html")),
@@ -235,15 +232,13 @@ fn gridtest_report_draws_a_persisted_sweeps_page_again() {
         "the page drawn again carries the same figures"
     );
 
-    let unknown = std::process::Command::new(gridtest_tests::gridtest_cli())
-        .args([
-            "report",
-            &root.path().display().to_string(),
-            "0123456789abcdef",
-        ])
-        .output()
-        .unwrap();
-    assert!(!unknown.status.success());
-    let err = String::from_utf8_lossy(&unknown.stderr);
-    assert!(err.contains("0123456789abcdef"), "{err}");
+    let unknown: gridtest::sweep::SweepId = "0123456789abcdef".parse().unwrap();
+    let err = gridtest_tests::runtime()
+        .block_on(gridtest::reopen::rebuild_report(
+            &root_location,
+            &unknown,
+            out.path(),
+        ))
+        .unwrap_err();
+    assert!(err.to_string().contains("0123456789abcdef"), "{err}");
 }

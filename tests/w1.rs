@@ -24,6 +24,29 @@ fn library_sweep_reproduces_the_smoke_reference() {
     assert_eq!(diff.total_return_rel, 0.0);
     assert_eq!(diff.max_drawdown_abs, 0.0);
     assert!(diff.sharpe_rel < 1e-10, "{diff:?}");
+
+    // The leaderboard counts both position changes and closed trades (round trips) per set,
+    // summed over its cells.
+    let cells = results.cells().unwrap();
+    for row in &results.leaderboard().rows {
+        let (mut trades, mut closed) = (0, 0);
+        for (key, outcome) in &cells {
+            if key.param_set == row.param_set_id {
+                let m = outcome.as_ref().unwrap();
+                trades += m.trades;
+                closed += m.round_trips;
+            }
+        }
+        assert_eq!((row.trades, row.closed_trades), (trades, closed), "{row:?}");
+        assert!(closed <= trades);
+    }
+    assert!(
+        results
+            .leaderboard()
+            .rows
+            .iter()
+            .any(|r| r.closed_trades > 0)
+    );
 }
 
 #[test]
@@ -47,6 +70,10 @@ fn example_binary_reproduces_the_smoke_reference() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("1910 cells (0 failed)"), "{stdout}");
+    assert!(
+        stdout.contains("closed trades"),
+        "the table shows closed trades: {stdout}"
+    );
     let got = read_w1_csv(&out.path().join("results.csv"));
     compare_w1(&got, &read_w1_csv(&reference)).unwrap();
 

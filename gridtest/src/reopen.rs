@@ -140,6 +140,7 @@ fn read_board(path: &Path, grid: &Grid) -> Result<Leaderboard> {
         .collect::<Result<_>>()?;
     let (rank_at, id_at, dsr_at) = (at("rank")?, at("param_set_id")?, at("dsr")?);
     let (trades_at, shards_at, failed_at) = (at("trades")?, at("shards")?, at("failed")?);
+    let closed_at = at("closed_trades")?;
     let mut rows = Vec::new();
     let mut ranked = 0;
     let mut metric = None;
@@ -171,6 +172,7 @@ fn read_board(path: &Path, grid: &Grid) -> Result<Leaderboard> {
                 max_drawdown: f[4],
                 worst_drawdown: f[5],
                 trades: count(trades_at)?,
+                closed_trades: count(closed_at)?,
                 win_rate: f[6],
                 profit_factor: f[7],
                 exposure: f[8],

@@ -34,8 +34,12 @@ pub struct LeaderRow {
     pub max_drawdown: f64,
     /// Worst maximum drawdown.
     pub worst_drawdown: f64,
-    /// Trades, summed.
+    /// Position changes (entries, exits, resizes), summed.
     pub trades: u64,
+    /// Closed trades (round trips: flat → position → flat, or a reversal), summed: what other
+    /// backtesters call trades, and what the printed leaderboard shows.
+    #[serde(default)]
+    pub closed_trades: u64,
     /// Mean win rate.
     pub win_rate: f64,
     /// Mean profit factor.
@@ -111,6 +115,7 @@ pub(crate) struct SetTally {
     max_drawdown: f64,
     worst_drawdown: f64,
     trades: u64,
+    closed_trades: u64,
     win_rate: f64,
     profit_factor: f64,
     exposure: f64,
@@ -128,6 +133,7 @@ impl Default for SetTally {
             max_drawdown: 0.0,
             worst_drawdown: f64::NAN,
             trades: 0,
+            closed_trades: 0,
             win_rate: 0.0,
             profit_factor: 0.0,
             exposure: 0.0,
@@ -150,6 +156,7 @@ impl SetTally {
         self.max_drawdown += m.max_drawdown;
         self.worst_drawdown = self.worst_drawdown.max(m.max_drawdown);
         self.trades += m.trades;
+        self.closed_trades += m.round_trips;
         self.win_rate += m.win_rate;
         self.profit_factor += m.profit_factor;
         self.exposure += m.exposure;
@@ -178,6 +185,7 @@ impl SetTally {
             max_drawdown: mean(self.max_drawdown),
             worst_drawdown: self.worst_drawdown,
             trades: self.trades,
+            closed_trades: self.closed_trades,
             win_rate: mean(self.win_rate),
             profit_factor: mean(self.profit_factor),
             exposure: mean(self.exposure),
@@ -273,7 +281,7 @@ impl Leaderboard {
                 "sharpe",
                 "dsr",
                 "max dd",
-                "trades",
+                "closed trades",
                 "win rate",
                 "shards",
             ]
@@ -300,7 +308,7 @@ impl Leaderboard {
                         .map_or_else(|| "-".to_owned(), |d| format!("{d:.3}")),
                 ),
                 Cell::new(format!("{:.2}%", row.max_drawdown * 100.0)),
-                Cell::new(row.trades),
+                Cell::new(row.closed_trades),
                 Cell::new(format!("{:.1}%", row.win_rate * 100.0)),
                 Cell::new(if row.failed > 0 {
                     format!("{} ({} failed)", row.shards, row.failed)
@@ -344,7 +352,7 @@ impl<W: std::io::Write> LeaderCsv<W> {
         let mut header: Vec<&str> = vec!["rank"];
         header.extend(axes.iter().map(String::as_str));
         header.extend(&LeaderRow::FIGURES[..6]);
-        header.push("trades");
+        header.extend(["trades", "closed_trades"]);
         header.extend(&LeaderRow::FIGURES[6..]);
         header.extend(["shards", "failed", "param_set_id", "dsr"]);
         out.write_record(&header)?;
@@ -377,6 +385,7 @@ impl<W: std::io::Write> LeaderCsv<W> {
             field(&mut self.out, v)?;
         }
         field(&mut self.out, &r.trades)?;
+        field(&mut self.out, &r.closed_trades)?;
         for v in &figures[6..] {
             field(&mut self.out, v)?;
         }

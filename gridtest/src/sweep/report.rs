@@ -63,7 +63,7 @@ struct BoardRow {
     dsr: Option<f64>,
     total_return: f64,
     max_drawdown: f64,
-    trades: u64,
+    closed_trades: u64,
     shards: usize,
 }
 
@@ -217,7 +217,7 @@ fn board_rows(board: &Leaderboard, axes: &[String]) -> Vec<BoardRow> {
             dsr: r.dsr,
             total_return: r.total_return,
             max_drawdown: r.max_drawdown,
-            trades: r.trades,
+            closed_trades: r.closed_trades,
             shards: r.shards,
         })
         .collect()

@@ -37,6 +37,7 @@ struct BoardRow {
     shards: u64,
     failed: u64,
     trades: u64,
+    closed_trades: u64,
     figures: [f64; 9],
 }
 
@@ -66,6 +67,7 @@ impl BoardSpool {
             shards: row.shards as u64,
             failed: row.failed as u64,
             trades: row.trades,
+            closed_trades: row.closed_trades,
             figures: row.figures(),
         });
         if self.rows.len() >= BOARD_PART_ROWS {
@@ -84,7 +86,8 @@ impl BoardSpool {
             UInt64Builder::new(),
             UInt64Builder::new(),
         );
-        let (mut shards, mut failed, mut trades) = (
+        let (mut shards, mut failed, mut trades, mut closed) = (
+            UInt64Builder::new(),
             UInt64Builder::new(),
             UInt64Builder::new(),
             UInt64Builder::new(),
@@ -101,6 +104,7 @@ impl BoardSpool {
             shards.append_value(r.shards);
             failed.append_value(r.failed);
             trades.append_value(r.trades);
+            closed.append_value(r.closed_trades);
             for (b, v) in figures.iter_mut().zip(r.figures) {
                 b.append_value(v);
             }
@@ -113,6 +117,7 @@ impl BoardSpool {
             Field::new("shards", DataType::UInt64, false),
             Field::new("failed", DataType::UInt64, false),
             Field::new("trades", DataType::UInt64, false),
+            Field::new("closed_trades", DataType::UInt64, false),
         ];
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(incomplete.finish()),
@@ -122,6 +127,7 @@ impl BoardSpool {
             Arc::new(shards.finish()),
             Arc::new(failed.finish()),
             Arc::new(trades.finish()),
+            Arc::new(closed.finish()),
         ];
         for (name, mut b) in LeaderRow::FIGURES.iter().zip(figures) {
             fields.push(Field::new(*name, DataType::Float64, false));
@@ -178,6 +184,7 @@ pub(super) async fn write_leaderboard(
         };
         let (position, id) = (u64s("position")?, u64s("param_set_id")?);
         let (shards, failed, trades) = (u64s("shards")?, u64s("failed")?, u64s("trades")?);
+        let closed = u64s("closed_trades")?;
         let figures: Vec<_> = LeaderRow::FIGURES
             .iter()
             .map(|name| {
@@ -209,6 +216,7 @@ pub(super) async fn write_leaderboard(
                 max_drawdown: f(4),
                 worst_drawdown: f(5),
                 trades: trades.value(i),
+                closed_trades: closed.value(i),
                 win_rate: f(6),
                 profit_factor: f(7),
                 exposure: f(8),
