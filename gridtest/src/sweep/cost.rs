@@ -65,6 +65,9 @@ pub struct SweepCost {
     /// GPU scorer-seconds per GPU scorer (several scorers may share a device, so their sum can
     /// exceed the device's time).
     pub gpu_scorer_seconds: BTreeMap<String, f64>,
+    /// GPU scorer-seconds per node (its GPU scorers' sum).
+    #[serde(default)]
+    pub gpu_scorer_seconds_per_node: BTreeMap<String, f64>,
     /// All core-seconds.
     pub total_core_seconds: f64,
     /// All GPU scorer-seconds.
@@ -126,8 +129,15 @@ impl SweepCost {
         let core_seconds = seconds(nodes);
         let gpu_scorer_seconds = seconds(gpu_scorers);
         let total_core_seconds = core_seconds.values().sum::<f64>();
+        let mut per_node = BTreeMap::<String, f64>::new();
+        for (scorer, s) in &gpu_scorer_seconds {
+            // A GPU scorer is named `node/gpuD-K`.
+            let node = scorer.rsplit_once('/').map_or(scorer.as_str(), |(n, _)| n);
+            *per_node.entry(node.to_owned()).or_default() += s;
+        }
         let mut cost = Self {
             total_gpu_scorer_seconds: gpu_scorer_seconds.values().sum(),
+            gpu_scorer_seconds_per_node: per_node,
             core_seconds,
             gpu_scorer_seconds,
             total_core_seconds,
@@ -168,5 +178,34 @@ impl SweepCost {
         self.gpu_energy_joules = (!per_device.is_empty()).then(|| per_device.values().sum());
         self.gpu_energy_per_device = per_device;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn gpu_scorer_seconds_add_up_per_node() {
+        let busy = |s: u64| NodeStats {
+            busy: Duration::from_secs(s),
+            ..NodeStats::default()
+        };
+        let scorers = BTreeMap::from([
+            ("w1/gpu0-0".to_owned(), busy(10)),
+            ("w1/gpu0-1".to_owned(), busy(5)),
+            ("w1/gpu1-0".to_owned(), busy(1)),
+            ("w2/gpu0-0".to_owned(), busy(7)),
+        ]);
+        let cost = SweepCost::measure(&BTreeMap::new(), &scorers, None);
+        let per_node: Vec<(&str, f64)> = cost
+            .gpu_scorer_seconds_per_node
+            .iter()
+            .map(|(n, s)| (n.as_str(), *s))
+            .collect();
+        assert_eq!(per_node, [("w1", 16.0), ("w2", 7.0)]);
+        assert_eq!(cost.total_gpu_scorer_seconds, 23.0);
     }
 }
