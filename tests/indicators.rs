@@ -14,16 +14,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-/// A Python with pandas: `GRIDTEST_RESEARCH_PYTHON`, else `python3` if it has it.
-fn pandas_python() -> Option<String> {
-    let python = std::env::var("GRIDTEST_RESEARCH_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let ok = Command::new(&python)
-        .args(["-c", "import pandas"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(python)
-}
-
 /// 3 000 closes on a cent grid around 100 (a tenth of the moves are 0: repeated prices; every
 /// 500th close starts a flat stretch of 30, where the two averages tie), and bars around them.
 fn prices() -> (Vec<f64>, Vec<f64>, Vec<f64>) {
@@ -75,7 +65,7 @@ fn assert_close(name: &str, ours: &[f64], pandas: &[f64], tolerance: f64) {
 #[test]
 fn indicators_equal_pandas_on_decimal_prices() {
     let test = "indicators::indicators_equal_pandas_on_decimal_prices";
-    let Some(python) = pandas_python() else {
+    let Some(python) = gridtest_tests::research_python("pandas") else {
         skip(
             "pandas",
             test,

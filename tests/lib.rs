@@ -557,6 +557,18 @@ pub fn write_planted(
     }
 }
 
+/// The research Python (`GRIDTEST_RESEARCH_PYTHON`, set by `.ci/run`, else `python3`) if it can
+/// import every module of `imports` (e.g. `"numpy, scipy"`).
+#[must_use]
+pub fn research_python(imports: &str) -> Option<String> {
+    let python = std::env::var("GRIDTEST_RESEARCH_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let ok = std::process::Command::new(&python)
+        .args(["-c", &format!("import {imports}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(python)
+}
+
 #[cfg(test)]
 mod tests {
     use super::skip_unless_required;

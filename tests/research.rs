@@ -15,17 +15,6 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Normal};
 use serde_json::Value;
 
-/// A Python with numpy and scipy: `GRIDTEST_RESEARCH_PYTHON` (set by `.ci/run`), else `python3`
-/// if it has them.
-fn reference_python() -> Option<String> {
-    let python = std::env::var("GRIDTEST_RESEARCH_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let ok = Command::new(&python)
-        .args(["-c", "import numpy, scipy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(python)
-}
-
 /// Daily-like returns of `n` sets over `t` periods: families sharing a factor, skewed sets, flat
 /// sets, with seed `seed`.
 fn mixed_returns(n: usize, t: usize, seed: u64) -> Returns {
@@ -103,7 +92,7 @@ fn close(what: &str, ours: f64, reference: &Value) {
 #[test]
 fn statistics_agree_with_the_numpy_scipy_reference() {
     let test = "research::statistics_agree_with_the_numpy_scipy_reference";
-    let Some(python) = reference_python() else {
+    let Some(python) = gridtest_tests::research_python("numpy, scipy") else {
         skip(
             "scipy",
             test,
@@ -520,7 +509,7 @@ fn a_sweep_records_daily_returns_that_compound_to_its_results() {
             assert!((r - mean).abs() < 1e-15, "set {i} day {d}: {r} vs {mean}");
         }
     }
-    let Some(python) = reference_python() else {
+    let Some(python) = gridtest_tests::research_python("numpy, scipy") else {
         skip(
             "scipy",
             "research::a_sweep_records_daily_returns_that_compound_to_its_results",
