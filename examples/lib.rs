@@ -11,4 +11,4 @@ pub mod sma;
 pub use breakout::{Breakout, BreakoutParams};
 pub use momentum::{Momentum, MomentumParams};
 pub use planted::{Planted, PlantedParams, planted_key, planted_prices, planted_side};
-pub use sma::{SmaCrossover, SmaParams};
+pub use sma::{SmaCrossover, SmaCrossoverOrders, SmaParams};

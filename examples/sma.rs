@@ -85,3 +85,43 @@ __device__ double gt_step(double* s, const double* p, const double* const* col, 
     return 0.0;
 }
 "#;
+
+/// The same decisions through the orders path: a market order for all the equity (whole
+/// units) when the fast average rises above the slow one, a close when it no longer is. Its
+/// trades are the crossover's; what it measures is the orders path's cost
+/// (`examples/orders_bench.rs`).
+#[derive(Debug)]
+pub struct SmaCrossoverOrders {
+    signal: SmaCrossover,
+    long: bool,
+}
+
+#[gridtest::strategy(name = "sma_crossover_orders", version = "1")]
+impl Strategy for SmaCrossoverOrders {
+    type Params = SmaParams;
+    type Feed = Ticks;
+
+    fn new(p: &SmaParams) -> Self {
+        Self {
+            signal: SmaCrossover::new(p),
+            long: false,
+        }
+    }
+
+    fn lookback(&self) -> usize {
+        self.signal.lookback()
+    }
+
+    #[inline(always)]
+    fn on_orders(&mut self, now: &Cursor<'_, Ticks>, broker: &mut Broker) {
+        let long = self.signal.on_data(now) > 0.0;
+        if long != self.long {
+            self.long = long;
+            if long {
+                broker.submit(Order::buy(Size::Equity(1.0)));
+            } else {
+                broker.close();
+            }
+        }
+    }
+}

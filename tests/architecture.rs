@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
         "indicators",
         "progress",
         "research",
+        "broker",
     ],
     // The strategy contract (what a researcher implements).
     &["strategy"],

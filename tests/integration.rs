@@ -2,6 +2,7 @@
 
 mod architecture;
 mod backend;
+mod backtesting_py;
 mod cluster;
 mod data_errors;
 mod deploy;

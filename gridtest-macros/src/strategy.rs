@@ -100,12 +100,41 @@ pub(crate) fn parse(args: TokenStream, item: TokenStream) -> syn::Result<Strateg
             "a registered strategy cannot be generic: register each concrete type under its own name",
         ));
     }
+    let item = choose_path(item)?;
     Ok(StrategyIr {
         ty: (*item.self_ty).clone(),
         item,
         name,
         version,
     })
+}
+
+/// Checks that the impl defines `on_data` (the targets path) or `on_orders` (the orders path),
+/// and sets `const ORDERS: bool = true` for the latter unless the impl states it.
+fn choose_path(mut item: ItemImpl) -> syn::Result<ItemImpl> {
+    let defines = |name: &str| {
+        item.items
+            .iter()
+            .any(|i| matches!(i, syn::ImplItem::Fn(f) if f.sig.ident == name))
+    };
+    let (data, orders) = (defines("on_data"), defines("on_orders"));
+    let states = item
+        .items
+        .iter()
+        .any(|i| matches!(i, syn::ImplItem::Const(c) if c.ident == "ORDERS"));
+    if !data && !orders {
+        return Err(syn::Error::new(
+            item.self_ty.span(),
+            "a strategy defines `fn on_data` (returns a target, the fast path) or \
+             `fn on_orders` (places orders through a `Broker`)",
+        ));
+    }
+    if orders && !states {
+        item.items.push(syn::parse_quote!(
+            const ORDERS: bool = true;
+        ));
+    }
+    Ok(item)
 }
 
 pub(crate) fn codegen(ir: &StrategyIr) -> TokenStream {

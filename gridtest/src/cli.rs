@@ -1,6 +1,8 @@
 //! The command line's types that more than one command shares: cluster flags and their
-//! resolution. Binary-facing: nothing below this layer uses clap.
+//! resolution, execution conventions. Binary-facing: nothing below this layer uses clap.
 
 mod cluster_args;
+mod exec_args;
 
 pub use cluster_args::{ClusterArgs, RoleChoice};
+pub use exec_args::ExecArgs;

@@ -18,13 +18,18 @@ mod cell;
 mod day_returns;
 mod exec_model;
 mod kernel;
+mod order_account;
+mod order_kernel;
 mod panic_capture;
+mod paths;
 mod raw;
 mod trace;
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use day_returns::DayReturns;
-pub use exec_model::{Annualisation, EXEC_MODEL_VERSION, ExecModel};
+pub use exec_model::{
+    Annualisation, EXEC_MODEL_VERSION, ExecModel, ProfitFactorBasis, RatioConvention,
+};
 pub use kernel::TILE;
 pub use raw::RawAccount;
 pub use trace::{CellTrace, Fill, Side};
@@ -222,8 +227,8 @@ fn kernel_for<S: Strategy>(
     kind: DataKind,
     sets: &[ParamSet],
     exec: &ExecModel,
-) -> Option<kernel::Kernel<S>> {
-    (kind == <S::Feed as Feed>::KIND).then(|| kernel::Kernel::<S>::new(sets, exec))
+) -> Option<paths::AnyKernel<S>> {
+    (kind == <S::Feed as Feed>::KIND).then(|| paths::AnyKernel::<S>::new(sets, exec))
 }
 
 /// Every cell failed because the data holds `kind`, not what `S` consumes.

@@ -5,6 +5,7 @@
 //! equity curve.
 
 mod columns;
+mod daily_ratios;
 mod drawdown;
 pub mod float_serde;
 mod moments;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use columns::{
     METRIC_COLUMNS, MetricColumn, MetricValue, bitwise_equal, metric_column, metrics_from,
 };
+pub use daily_ratios::daily_ratios;
 pub use drawdown::Drawdown;
 pub use moments::Moments;
 

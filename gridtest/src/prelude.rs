@@ -1,6 +1,7 @@
 //! Everything a strategy author needs: `use gridtest::prelude::*;`.
 
 pub use crate::Params;
+pub use crate::broker::{Broker, BrokerModel, Order, Size};
 pub use crate::indicators::{
     Atr, Bollinger, Ewm, RollingMax, RollingMean, RollingMin, RollingStd, Rsi, Sma, ZScore,
 };

@@ -102,9 +102,14 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         run_recording: engine::run_chunk_recording::<S>,
         run_source_recording: engine::run_source_recording::<S>,
         trace: engine::trace_cell::<S>,
-        gpu: <S as Strategy>::gpu_code,
+        gpu: gpu_code_of::<S>,
         lookback: lookback_of::<S>,
     }
+}
+
+/// `S`'s GPU code, unless it trades through orders (the GPU kernels run the targets path only).
+fn gpu_code_of<S: Strategy>() -> Option<super::GpuCode> {
+    if S::ORDERS { None } else { S::gpu_code() }
 }
 
 fn lookback_of<S: Strategy>(set: &ParamSet) -> Option<usize> {

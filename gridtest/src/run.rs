@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// a 24/7 market), instead of the derivation from trading days.
     #[arg(long)]
     pub periods_per_year: Option<f64>,
+    /// Metric conventions and the orders path's broker.
+    #[command(flatten)]
+    pub conventions: crate::cli::ExecArgs,
     /// Scorer threads (default: one per core).
     #[arg(long, env = "GRIDTEST_THREADS")]
     pub threads: Option<usize>,

@@ -12,6 +12,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
+use crate::broker::Broker;
 use crate::params::{ParamError, ParamSet, ParamValue, Params};
 
 /// The two kinds of market data gridtest replays.
@@ -81,6 +82,10 @@ pub trait Feed: sealed::Sealed + Copy + Send + Sync + 'static {
     const FILL: usize;
     /// Column at which positions are marked at the end of each event.
     const MARK: usize;
+    /// Columns of the event's highest and lowest price (ticks: the price).
+    const HIGH: usize;
+    /// See [`Feed::HIGH`].
+    const LOW: usize;
     /// Whether an event spans two prices (bars: fill at the open, mark at the close).
     const INTRABAR: bool;
 }
@@ -98,6 +103,8 @@ impl Feed for Ticks {
     const COLUMNS: &'static [&'static str] = &["price", "size"];
     const FILL: usize = 0;
     const MARK: usize = 0;
+    const HIGH: usize = 0;
+    const LOW: usize = 0;
     const INTRABAR: bool = false;
 }
 
@@ -106,6 +113,8 @@ impl Feed for Bars {
     const COLUMNS: &'static [&'static str] = &["open", "high", "low", "close", "volume"];
     const FILL: usize = 0;
     const MARK: usize = 3;
+    const HIGH: usize = 1;
+    const LOW: usize = 2;
     const INTRABAR: bool = true;
 }
 
@@ -300,10 +309,35 @@ pub trait Strategy: Send + Sized + 'static {
         0
     }
 
-    /// Sees one event and returns the target position, a fraction of equity. The engine
-    /// executes it at the next event; `NaN` fails the cell, and values beyond the execution
-    /// model's `max_leverage` are clamped.
-    fn on_data(&mut self, now: &Cursor<'_, Self::Feed>) -> f64;
+    /// The targets path (the fast one): sees one event and returns the target position, a
+    /// fraction of equity. The engine executes it at the next event; `NaN` fails the cell, and
+    /// values beyond the execution model's `max_leverage` are clamped.
+    ///
+    /// A strategy implements this or [`Strategy::on_orders`]; `#[gridtest::strategy]` checks
+    /// that it does one of them. Called on a strategy that implements neither, it panics (which
+    /// fails the cell, naming the strategy).
+    fn on_data(&mut self, now: &Cursor<'_, Self::Feed>) -> f64 {
+        let _ = now;
+        panic!(
+            "{} implements neither on_data nor on_orders",
+            std::any::type_name::<Self>()
+        )
+    }
+
+    /// Whether the engine runs the orders path ([`Strategy::on_orders`], a [`Broker`] of cash,
+    /// whole lots and orders per lane) instead of the targets path. `#[gridtest::strategy]` sets
+    /// it when the impl defines `on_orders`. Decided at compile time: each path is a loop of its
+    /// own, monomorphised for the strategy.
+    const ORDERS: bool = false;
+
+    /// The orders path: sees one event and may place orders through `broker`, or read its
+    /// position, cash and equity (see [`crate::broker`]). Orders fill from the next event on.
+    /// The default trades [`Strategy::on_data`]'s target in whole lots
+    /// ([`Broker::target`]), so a targets strategy with `const ORDERS: bool = true` runs with
+    /// cash, lots and the broker's fees.
+    fn on_orders(&mut self, now: &Cursor<'_, Self::Feed>, broker: &mut Broker) {
+        broker.target(self.on_data(now));
+    }
 
     /// The same strategy as CUDA C device code, for GPU scorers (gridtest-cuda). `None` (the
     /// default): the strategy runs on CPU scorers only. See [`GpuCode`] for the ABI.

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::broker::BrokerModel;
+
 /// Version of the execution semantics below; part of every sweep spec. Bump it when the
 /// arithmetic of fills, costs or metrics changes.
 pub const EXEC_MODEL_VERSION: u32 = 1;
@@ -37,6 +39,51 @@ pub struct ExecModel {
     /// `252.0` for daily bars, `8760.0` for hourly bars of a market open 24 × 365).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub periods_per_year: Option<f64>,
+    /// Annual risk-free rate (a fraction) subtracted in Sharpe and Sortino ratios.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub risk_free_rate: f64,
+    /// How Sharpe and Sortino ratios are computed.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub ratios: RatioConvention,
+    /// Whether the profit factor sums trades' P&L or their returns.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub profit_factor: ProfitFactorBasis,
+    /// Cash, lots and fees of the orders path (strategies with `on_orders`).
+    #[serde(default, skip_serializing_if = "BrokerModel::is_default")]
+    pub broker: BrokerModel,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
+}
+
+/// How Sharpe and Sortino ratios are computed (`docs/execution-model.md`, *Metrics*).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatioConvention {
+    /// Per-event returns: `(mean − rf / A) / std · √A` (the usual one, and the default).
+    #[default]
+    Arithmetic,
+    /// backtesting.py's: daily returns of the equity at each date's close, the geometric mean
+    /// annualised over the trading days, `((1 + g)^D − 1 − rf) / σ_ann` with
+    /// `σ_ann = √((var + (1 + g)²)^D − (1 + g)^{2D})`.
+    Geometric,
+}
+
+/// What the profit factor sums over closed trades.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfitFactorBasis {
+    /// Gross profit over gross loss, in money (the default).
+    #[default]
+    Pnl,
+    /// Sum of positive trade returns over the negated sum of negative ones (backtesting.py's;
+    /// orders path only).
+    Returns,
 }
 
 /// How Sharpe and Sortino ratios are annualised: by a stated number of events per year, or by
@@ -53,6 +100,7 @@ pub struct ExecModel {
 pub struct Annualisation {
     trading_days_per_year: f64,
     periods_per_year: Option<f64>,
+    risk_free_rate: f64,
 }
 
 impl Annualisation {
@@ -66,6 +114,18 @@ impl Annualisation {
             None => self.trading_days_per_year * n_events as f64 / f64::from(n_days),
         }
     }
+
+    /// Trading days per year (the annualisation of daily returns).
+    #[must_use]
+    pub fn trading_days_per_year(&self) -> f64 {
+        self.trading_days_per_year
+    }
+
+    /// The annual risk-free rate.
+    #[must_use]
+    pub fn risk_free_rate(&self) -> f64 {
+        self.risk_free_rate
+    }
 }
 
 impl Default for ExecModel {
@@ -77,6 +137,10 @@ impl Default for ExecModel {
             max_leverage: 1.0,
             trading_days_per_year: 252.0,
             periods_per_year: None,
+            risk_free_rate: 0.0,
+            ratios: RatioConvention::Arithmetic,
+            profit_factor: ProfitFactorBasis::Pnl,
+            broker: BrokerModel::default(),
         }
     }
 }
@@ -118,12 +182,41 @@ impl ExecModel {
         self
     }
 
+    /// Sets the annual risk-free rate (a fraction, e.g. `0.02`).
+    #[must_use]
+    pub fn with_risk_free_rate(mut self, rate: f64) -> Self {
+        self.risk_free_rate = rate;
+        self
+    }
+
+    /// Sets how Sharpe and Sortino ratios are computed.
+    #[must_use]
+    pub fn with_ratios(mut self, ratios: RatioConvention) -> Self {
+        self.ratios = ratios;
+        self
+    }
+
+    /// Sets what the profit factor sums.
+    #[must_use]
+    pub fn with_profit_factor(mut self, basis: ProfitFactorBasis) -> Self {
+        self.profit_factor = basis;
+        self
+    }
+
+    /// Sets the cash, lots and fees of the orders path.
+    #[must_use]
+    pub fn with_broker(mut self, broker: BrokerModel) -> Self {
+        self.broker = broker;
+        self
+    }
+
     /// How ratios are annualised.
     #[must_use]
     pub fn annualisation(&self) -> Annualisation {
         Annualisation {
             trading_days_per_year: self.trading_days_per_year,
             periods_per_year: self.periods_per_year,
+            risk_free_rate: self.risk_free_rate,
         }
     }
 
@@ -163,6 +256,12 @@ impl ExecModel {
         if let Some(p) = self.periods_per_year {
             check("periods_per_year", p, p > 0.0);
         }
+        check(
+            "risk_free_rate",
+            self.risk_free_rate,
+            self.risk_free_rate > -1.0 && self.risk_free_rate < 1.0,
+        );
+        bad.extend(self.broker.problems());
         if bad.is_empty() { Ok(()) } else { Err(bad) }
     }
 }

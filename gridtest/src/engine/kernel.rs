@@ -2,11 +2,12 @@
 
 use super::account::Account;
 use super::day_returns::DayReturns;
-use super::exec_model::{Annualisation, ExecModel};
+use super::exec_model::{Annualisation, ExecModel, RatioConvention};
 use super::panic_capture;
 use super::trace::{self, Before, CellTrace};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::{FeedBatch, NS_PER_DAY};
+use crate::metrics::{Metrics, daily_ratios};
 use crate::params::{ParamSet, Params};
 use crate::strategy::{Cursor, Feed, MAX_COLUMNS, Strategy};
 
@@ -19,12 +20,12 @@ pub const TILE: usize = 2048;
 const MAX_LOOKBACK: usize = 1 << 24;
 
 /// The tile being processed, with the lookback carried in front of it.
-struct Window {
-    lookback: usize,
-    ts: Vec<i64>,
-    cols: Vec<Vec<f64>>,
+pub(super) struct Window {
+    pub(super) lookback: usize,
+    pub(super) ts: Vec<i64>,
+    pub(super) cols: Vec<Vec<f64>>,
     /// Events in the current tile.
-    len: usize,
+    pub(super) len: usize,
     /// Fill price / previous mark, per event of the tile.
     g_fill: Vec<f64>,
     /// Mark / fill (bars: close / open), per event of the tile.
@@ -37,7 +38,7 @@ struct Window {
 }
 
 impl Window {
-    fn new(lookback: usize, n_cols: usize) -> Self {
+    pub(super) fn new(lookback: usize, n_cols: usize) -> Self {
         Self {
             lookback,
             ts: vec![0; lookback + TILE],
@@ -70,7 +71,7 @@ impl Window {
     }
 
     /// Shifts the last `lookback` events to the front and copies events `range` of `batch` after.
-    fn load<F: Feed>(&mut self, batch: &FeedBatch, range: std::ops::Range<usize>) {
+    pub(super) fn load<F: Feed>(&mut self, batch: &FeedBatch, range: std::ops::Range<usize>) {
         let (l, n) = (self.lookback, range.len());
         debug_assert!(n <= TILE);
         if l > 0 {
@@ -99,13 +100,35 @@ impl Window {
         self.last_mark = prev;
     }
 
-    fn cursor<F: Feed>(&self, seen: u64) -> Cursor<'_, F> {
+    pub(super) fn cursor<F: Feed>(&self, seen: u64) -> Cursor<'_, F> {
         let end = self.lookback + self.len;
         let mut cols: [&[f64]; MAX_COLUMNS] = [&[]; MAX_COLUMNS];
         for (slot, c) in cols.iter_mut().zip(&self.cols) {
             *slot = &c[..end];
         }
         Cursor::new(&self.ts[..end], cols, self.lookback, self.lookback, seen)
+    }
+}
+
+/// Builds the strategy of one parameter set and reads its lookback; a set that does not fit
+/// `S::Params`, a panic in `S::new` or too long a lookback fails the cell.
+pub(super) fn build_strategy<S: Strategy>(set: &ParamSet) -> Result<(S, usize), CellFailure> {
+    let params = S::Params::from_param_set(set)
+        .map_err(|e| CellFailure::new(FailureKind::Params, e.to_string()))?;
+    match panic_capture::catch(|| {
+        let s = S::new(&params);
+        let l = s.lookback();
+        (s, l)
+    }) {
+        Ok((_, l)) if l > MAX_LOOKBACK => Err(CellFailure::new(
+            FailureKind::Params,
+            format!("lookback {l} exceeds the limit of {MAX_LOOKBACK} events"),
+        )),
+        Ok(built) => Ok(built),
+        Err(msg) => Err(CellFailure::new(
+            FailureKind::Panic,
+            format!("strategy panicked in new() for [{set}]: {msg}"),
+        )),
     }
 }
 
@@ -126,6 +149,8 @@ pub(crate) struct Kernel<S: Strategy> {
     cost: f64,
     max_leverage: f64,
     annual: Annualisation,
+    /// Ratios from daily equity (the days are then recorded).
+    daily_ratios: bool,
     seen: u64,
     /// Return periods since the last moment tile closed.
     tile_periods: u32,
@@ -141,35 +166,16 @@ impl<S: Strategy> Kernel<S> {
         let mut lookback = 0;
         let lanes = sets
             .iter()
-            .map(|set| {
-                let params = match S::Params::from_param_set(set) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        return Lane::Failed(CellFailure::new(FailureKind::Params, e.to_string()));
+            .map(|set| match build_strategy::<S>(set) {
+                Ok((strategy, l)) => {
+                    lookback = lookback.max(l);
+                    Lane::Live {
+                        strategy,
+                        account: Account::new(),
+                        closes: Vec::new(),
                     }
-                };
-                match panic_capture::catch(|| {
-                    let s = S::new(&params);
-                    let l = s.lookback();
-                    (s, l)
-                }) {
-                    Ok((_, l)) if l > MAX_LOOKBACK => Lane::Failed(CellFailure::new(
-                        FailureKind::Params,
-                        format!("lookback {l} exceeds the limit of {MAX_LOOKBACK} events"),
-                    )),
-                    Ok((strategy, l)) => {
-                        lookback = lookback.max(l);
-                        Lane::Live {
-                            strategy,
-                            account: Account::new(),
-                            closes: Vec::new(),
-                        }
-                    }
-                    Err(msg) => Lane::Failed(CellFailure::new(
-                        FailureKind::Panic,
-                        format!("strategy panicked in new() for [{set}]: {msg}"),
-                    )),
                 }
+                Err(failure) => Lane::Failed(failure),
             })
             .collect();
         Self {
@@ -178,9 +184,10 @@ impl<S: Strategy> Kernel<S> {
             cost: exec.cost_rate(),
             max_leverage: exec.max_leverage,
             annual: exec.annualisation(),
+            daily_ratios: exec.ratios == RatioConvention::Geometric,
             seen: 0,
             tile_periods: 0,
-            record_days: false,
+            record_days: exec.ratios == RatioConvention::Geometric,
             days: Vec::new(),
             trace: None,
         }
@@ -317,7 +324,12 @@ impl<S: Strategy> Kernel<S> {
                         closes.push(account.equity());
                         per_set.push(DayReturns::from_closes(&closes));
                     }
-                    account.raw().finish(seen, n_days, per_year)
+                    let metrics = account.raw().finish(seen, n_days, per_year);
+                    if self.daily_ratios {
+                        metrics.map(|m| with_daily_ratios(m, &closes, per_year))
+                    } else {
+                        metrics
+                    }
                 }
                 Lane::Failed(f) => {
                     if self.record_days {
@@ -334,6 +346,19 @@ impl<S: Strategy> Kernel<S> {
         };
         (outcomes, DayReturns { days, per_set })
     }
+}
+
+/// `m` with its Sharpe and Sortino ratios from the equity at each date's close
+/// ([`RatioConvention::Geometric`]).
+pub(super) fn with_daily_ratios(mut m: Metrics, closes: &[f64], annual: Annualisation) -> Metrics {
+    let (sharpe, sortino) = daily_ratios(
+        closes,
+        annual.trading_days_per_year(),
+        annual.risk_free_rate(),
+    );
+    m.sharpe = sharpe;
+    m.sortino = sortino;
+    m
 }
 
 /// [`run_lane`] for a traced lane, event by event: the same steps, and after each the fill

@@ -85,22 +85,13 @@ impl RawAccount {
         }
         let periods = n_events.saturating_sub(1);
         let per_year = annual.per_year(n_events, n_days);
-        let (mean, std) = self.moments.finish();
-        let sharpe = if std > 0.0 {
-            mean / std * per_year.sqrt()
-        } else {
-            0.0
-        };
-        let downside = if periods > 0 {
-            (self.downside2 / periods as f64).sqrt()
-        } else {
-            0.0
-        };
-        let sortino = if downside > 0.0 {
-            mean / downside * per_year.sqrt()
-        } else {
-            0.0
-        };
+        let (sharpe, sortino) = ratios(
+            &self.moments,
+            self.downside2,
+            periods,
+            per_year,
+            annual.risk_free_rate(),
+        );
         let profit_factor = if self.gross_loss > 0.0 {
             self.gross_win / self.gross_loss
         } else if self.gross_win > 0.0 {
@@ -129,6 +120,41 @@ impl RawAccount {
             },
         })
     }
+}
+
+/// Sharpe and Sortino of per-period returns with these moments and sum of squared negative
+/// returns over `periods` periods, `per_year` periods a year, less the annual risk-free rate
+/// `rf` (`rf / per_year` a period): `(mean − rf/A) / std · √A` and
+/// `(mean − rf/A) / √(downside² / n) · √A`, each 0 when its denominator is.
+pub(super) fn ratios(
+    moments: &Moments,
+    downside2: f64,
+    periods: u64,
+    per_year: f64,
+    rf: f64,
+) -> (f64, f64) {
+    let (mean, std) = moments.finish();
+    let mean = if rf == 0.0 {
+        mean
+    } else {
+        mean - rf / per_year
+    };
+    let sharpe = if std > 0.0 {
+        mean / std * per_year.sqrt()
+    } else {
+        0.0
+    };
+    let downside = if periods > 0 {
+        (downside2 / periods as f64).sqrt()
+    } else {
+        0.0
+    };
+    let sortino = if downside > 0.0 {
+        mean / downside * per_year.sqrt()
+    } else {
+        0.0
+    };
+    (sharpe, sortino)
 }
 
 #[cfg(test)]

@@ -54,6 +54,9 @@ pub struct CellTrace {
     pub fills: Vec<Fill>,
     /// `(timestamp, equity)` after every event.
     pub equity: Vec<(i64, f64)>,
+    /// The closed trades (orders path only: the targets path lists fills).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trades: Vec<crate::broker::ClosedTrade>,
 }
 
 impl CellTrace {

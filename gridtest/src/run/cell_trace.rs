@@ -61,9 +61,10 @@ pub(super) async fn write(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions)
         write_equity(path, &cell).map_err(|e| output_error(path, e))?;
     }
     println!(
-        "cell {}: {} fills, total return {:+.4}% ({} the record){}",
+        "cell {}: {} fills, {} closed trades, total return {:+.4}% ({} the record){}",
         cell.key,
         cell.trace.fills.len(),
+        cell.trace.trades.len(),
         cell.outcome.as_ref().map_or(f64::NAN, |m| m.total_return) * 100.0,
         if cell.identical {
             "identical to"
@@ -92,8 +93,17 @@ fn time(ts: i64) -> String {
     chrono::DateTime::from_timestamp_nanos(ts).to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
 }
 
+/// The fills (targets path), or the closed trades (orders path: `size, entry_index,
+/// exit_index, entry_price, exit_price, pnl, ret, fees, reason`).
 fn write_trades(path: &Path, cell: &TracedCell) -> csv::Result<()> {
     let mut out = csv::Writer::from_path(path)?;
+    if !cell.trace.trades.is_empty() {
+        for t in &cell.trace.trades {
+            out.serialize(t)?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
     out.write_record([
         "index", "time", "price", "units", "side", "fee", "weight", "equity",
     ])?;

@@ -43,6 +43,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
     if let Some(p) = args.periods_per_year {
         exec.periods_per_year = Some(p);
     }
+    args.conventions.apply(&mut exec);
     sweep = sweep.exec(exec);
     let opts = RunOptions {
         threads: args.threads.unwrap_or_else(default_threads),

@@ -1,0 +1,200 @@
+//! `OrderKernel`: the loop of the orders path ([`Strategy::on_orders`]). The same tiles and
+//! lookback window as the targets path; each lane steps its [`Broker`](crate::broker::Broker)
+//! through every event of the tile, then asks the strategy for orders.
+
+use super::day_returns::DayReturns;
+use super::exec_model::ExecModel;
+use super::kernel::{TILE, Window, build_strategy};
+use super::order_account::OrderAccount;
+use super::panic_capture;
+use super::trace::CellTrace;
+use super::{CellFailure, CellOutcome, FailureKind};
+use crate::data::{FeedBatch, NS_PER_DAY};
+use crate::params::ParamSet;
+use crate::strategy::{Feed, Strategy};
+
+enum Lane<S> {
+    Live {
+        strategy: S,
+        account: Box<OrderAccount>,
+    },
+    Failed(CellFailure),
+}
+
+/// K lanes of strategy `S` on the orders path.
+pub(crate) struct OrderKernel<S: Strategy> {
+    lanes: Vec<Lane<S>>,
+    window: Window,
+    exec: ExecModel,
+    seen: u64,
+    /// The days that ended so far, when recording them.
+    record_days: bool,
+    days: Vec<i64>,
+    last_day: Option<i64>,
+    trace: Option<CellTrace>,
+}
+
+impl<S: Strategy> OrderKernel<S> {
+    pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
+        let mut lookback = 0;
+        let lanes = sets
+            .iter()
+            .map(|set| match build_strategy::<S>(set) {
+                Ok((strategy, l)) => {
+                    lookback = lookback.max(l);
+                    Lane::Live {
+                        strategy,
+                        account: Box::new(OrderAccount::new(exec)),
+                    }
+                }
+                Err(failure) => Lane::Failed(failure),
+            })
+            .collect();
+        Self {
+            lanes,
+            window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),
+            exec: exec.clone(),
+            seen: 0,
+            record_days: false,
+            days: Vec::new(),
+            last_day: None,
+            trace: None,
+        }
+    }
+
+    /// Records the closed trades and the equity after every event of the first lane.
+    pub(crate) fn tracing(mut self) -> Self {
+        self.trace = Some(CellTrace::default());
+        for lane in &mut self.lanes {
+            if let Lane::Live { account, .. } = lane {
+                account.broker = account.broker.clone().recording();
+            }
+        }
+        self
+    }
+
+    /// The trace recorded (empty when not tracing).
+    pub(crate) fn take_trace(&mut self) -> CellTrace {
+        let mut trace = self.trace.take().unwrap_or_default();
+        if let Some(Lane::Live { account, .. }) = self.lanes.first_mut() {
+            trace.trades = account.broker.take_record();
+        }
+        trace
+    }
+
+    /// Records each lane's return per day (see [`DayReturns`]).
+    pub(crate) fn recording_days(mut self) -> Self {
+        self.record_days = true;
+        self
+    }
+
+    /// Feeds one batch, tile by tile.
+    pub(crate) fn feed(&mut self, batch: &FeedBatch) {
+        let mut start = 0;
+        while start < batch.len() {
+            let to_boundary = TILE - usize::try_from(self.seen % TILE as u64).unwrap_or(0);
+            let end = (start + to_boundary).min(batch.len());
+            self.window.load::<S::Feed>(batch, start..end);
+            self.run_tile();
+            start = end;
+        }
+    }
+
+    fn run_tile(&mut self) {
+        let (seen, n) = (self.seen, self.window.len);
+        let window = &self.window;
+        for j in 0..n {
+            let day = window.ts[window.lookback + j].div_euclid(NS_PER_DAY);
+            if self.last_day.is_some_and(|d| d != day) {
+                self.days.extend(self.last_day);
+            }
+            self.last_day = Some(day);
+        }
+        let trace = &mut self.trace;
+        for lane in &mut self.lanes {
+            let Lane::Live { strategy, account } = lane else {
+                continue;
+            };
+            let ran = panic_capture::catch(|| run_lane(strategy, account, window, seen, trace));
+            if let Err(msg) = ran {
+                *lane = Lane::Failed(CellFailure::new(
+                    FailureKind::Panic,
+                    format!(
+                        "strategy panicked between events {seen} and {}: {msg}",
+                        seen + n as u64 - 1
+                    ),
+                ));
+            }
+        }
+        self.seen += n as u64;
+    }
+
+    /// One outcome per parameter set, in order.
+    pub(crate) fn finish(self, n_days: u32) -> Vec<CellOutcome> {
+        self.finish_recorded(n_days).0
+    }
+
+    /// One outcome per parameter set, and the days' returns if they were recorded.
+    pub(crate) fn finish_recorded(mut self, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
+        let mut days = std::mem::take(&mut self.days);
+        days.extend(self.last_day);
+        let mut per_set = Vec::new();
+        let (seen, exec, record) = (self.seen, &self.exec, self.record_days);
+        let outcomes = self
+            .lanes
+            .into_iter()
+            .map(|lane| match lane {
+                Lane::Live { account, .. } => {
+                    let outcome = account.finish(seen, n_days, exec);
+                    if record {
+                        per_set.push(outcome.1);
+                    }
+                    outcome.0
+                }
+                Lane::Failed(f) => {
+                    if record {
+                        per_set.push(Vec::new());
+                    }
+                    Err(f)
+                }
+            })
+            .collect();
+        let days = if record {
+            DayReturns::dates(&days)
+        } else {
+            Vec::new()
+        };
+        (outcomes, DayReturns { days, per_set })
+    }
+}
+
+/// One lane over the events of the tile: fill and mark each event, then ask for orders.
+#[inline(never)]
+fn run_lane<S: Strategy>(
+    strategy: &mut S,
+    account: &mut OrderAccount,
+    window: &Window,
+    seen: u64,
+    trace: &mut Option<CellTrace>,
+) {
+    let l = window.lookback;
+    let cols = &window.cols;
+    let [o, h, lo, c] = [
+        <S::Feed as Feed>::FILL,
+        <S::Feed as Feed>::HIGH,
+        <S::Feed as Feed>::LOW,
+        <S::Feed as Feed>::MARK,
+    ];
+    let mut cursor = window.cursor::<S::Feed>(seen);
+    let (open, high, low, close) = (&cols[o], &cols[h], &cols[lo], &cols[c]);
+    for (j, &ts) in window.ts.iter().enumerate().skip(l).take(window.len) {
+        let index = seen + (j - l) as u64;
+        let bar = [open[j], high[j], low[j], close[j]];
+        account.step(bar, index, ts);
+        if let Some(trace) = trace.as_mut() {
+            trace.equity.push((ts, account.equity()));
+        }
+        cursor.set(j, index);
+        strategy.on_orders(&cursor, &mut account.broker);
+    }
+}
