@@ -163,6 +163,7 @@ fn reference(
             0.0
         },
         exposure: exposed as f64 / k,
+        open_at_end: held != 0.0,
     }
 }
 
@@ -172,8 +173,13 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 
 fn assert_matches(got: &Metrics, want: &Metrics, what: &str) {
     assert_eq!(
-        (got.n_ticks, got.trades, got.round_trips),
-        (want.n_ticks, want.trades, want.round_trips),
+        (got.n_ticks, got.trades, got.round_trips, got.open_at_end),
+        (
+            want.n_ticks,
+            want.trades,
+            want.round_trips,
+            want.open_at_end
+        ),
         "{what}"
     );
     for (name, g, w) in [

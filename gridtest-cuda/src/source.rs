@@ -205,7 +205,7 @@ __device__ void gt_account_write(const GtAccount* a, double* out) {
     out[4] = a->downside2; out[5] = a->peak; out[6] = a->trough; out[7] = a->dd_max;
     out[8] = (double)a->trades; out[9] = (double)a->exposed; out[10] = (double)a->round_trips;
     out[11] = (double)a->wins; out[12] = a->gross_win; out[13] = a->gross_loss;
-    out[14] = (double)a->bad_index; out[15] = a->bad_value;
+    out[14] = (double)a->bad_index; out[15] = a->bad_value; out[16] = a->held;
 }
 "#;
 
@@ -431,7 +431,7 @@ mod tests {
         let src = kernel_source(&code());
         assert!(src.contains("#define GT_TILE 2048LL"));
         assert!(src.contains("#define GT_STATE_LEN 3"));
-        assert!(src.contains("#define GT_OUT_LEN 16"));
+        assert!(src.contains("#define GT_OUT_LEN 17"));
         assert!(src.contains("extern \"C\" __global__ void gt_run"));
         let init = src.find("gt_init(double* s").unwrap();
         let lane = src.find("gt_lane_events").unwrap();

@@ -52,6 +52,10 @@ pub struct Metrics {
     /// Fraction of periods with a non-zero position.
     #[serde(with = "float_serde")]
     pub exposure: f64,
+    /// Whether a position is still open after the last event (marked at the last price, not
+    /// closed: it counts in the return, not among the closed trades).
+    #[serde(default)]
+    pub open_at_end: bool,
 }
 
 /// A metric a leaderboard can rank by.

@@ -124,3 +124,30 @@ fn a_target_trades_whole_units_of_the_equity() {
     b.on_event(bar(30.0, 30.0, 30.0, 30.0), 2);
     assert_eq!(b.position(), -83.0); // ⌊2 500 / 30⌋
 }
+
+#[test]
+fn a_repeated_signal_closes_and_reopens_in_one_event() {
+    let mut b = book(BrokerModel::default());
+    b.submit(Order::buy(Size::Units(10.0)));
+    b.on_event(bar(100.0, 100.0, 100.0, 100.0), 1);
+    b.close();
+    b.submit(Order::buy(Size::Units(10.0)));
+    b.on_event(bar(104.0, 104.0, 104.0, 104.0), 2);
+    let t = b.take_record();
+    assert_eq!((t.len(), t[0].exit_price, t[0].exit_index), (1, 104.0, 2));
+    assert_eq!((b.position(), b.open_trades()), (10.0, 1));
+    assert_eq!(b.cash(), 10_000.0 + 40.0);
+}
+
+#[test]
+fn exclusive_orders_cancel_the_waiting_ones_and_close_the_book() {
+    let mut b = book(BrokerModel::default().with_exclusive_orders(true));
+    b.submit(Order::buy(Size::Units(10.0)));
+    b.on_event(bar(100.0, 100.0, 100.0, 100.0), 1);
+    b.submit(Order::buy(Size::Units(5.0)).limit(90.0));
+    b.submit(Order::sell(Size::Units(3.0)));
+    assert_eq!(b.pending_orders(), 1);
+    b.on_event(bar(101.0, 101.0, 101.0, 101.0), 2);
+    assert_eq!(b.position(), -3.0);
+    assert_eq!(b.take_record()[0].exit_price, 101.0);
+}

@@ -213,6 +213,7 @@ impl Account {
             gross_win: self.gross_win,
             gross_loss: self.gross_loss,
             bad_target: self.bad_target,
+            held: self.held,
         }
     }
 }

@@ -161,6 +161,7 @@ impl OrderAccount {
                 0.0
             },
             exposure: share(self.exposed, periods),
+            open_at_end: self.broker.open_trades() > 0,
         }
     }
 }

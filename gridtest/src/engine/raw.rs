@@ -31,15 +31,17 @@ pub struct RawAccount {
     pub gross_loss: f64,
     /// First invalid target: event index and value.
     pub bad_target: Option<(u64, f64)>,
+    /// The last executed target (non-zero: a position is open at the end).
+    pub held: f64,
 }
 
 impl RawAccount {
     /// Number of `f64` a device writes per lane, in the order of [`RawAccount::from_device`].
-    pub const DEVICE_LEN: usize = 16;
+    pub const DEVICE_LEN: usize = 17;
 
     /// Reads the device layout: `equity, moments.n, moments.mean, moments.m2, downside2,
     /// dd.peak, dd.trough, dd.max, trades, exposed, round_trips, wins, gross_win, gross_loss,
-    /// bad_index (negative: none), bad_value`. Counts are exact in `f64` below 2^53.
+    /// bad_index (negative: none), bad_value, held`. Counts are exact in `f64` below 2^53.
     ///
     /// # Panics
     /// If `v` is shorter than [`RawAccount::DEVICE_LEN`].
@@ -63,6 +65,7 @@ impl RawAccount {
             gross_win: v[12],
             gross_loss: v[13],
             bad_target: (v[14] >= 0.0).then(|| (count(v[14]), v[15])),
+            held: v[16],
         }
     }
 
@@ -118,6 +121,7 @@ impl RawAccount {
             } else {
                 0.0
             },
+            open_at_end: self.held != 0.0,
         })
     }
 }
@@ -180,6 +184,7 @@ mod tests {
             0.5,                     // gross_loss
             bad_index,               // bad_index
             f64::NAN,                // bad_value
+            -0.5,                    // held
         ]
     }
 
@@ -202,6 +207,7 @@ mod tests {
                 gross_win: 0.75,
                 gross_loss: 0.5,
                 bad_target: None,
+                held: -0.5,
             }
         );
         let m = raw
@@ -211,6 +217,7 @@ mod tests {
         assert_eq!(m.total_return, 0.25);
         assert_eq!(m.profit_factor, 1.5);
         assert_eq!(m.win_rate, 11.0 / 20.0);
+        assert!(m.open_at_end);
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub struct MetricColumn {
 /// let names: Vec<&str> = METRIC_COLUMNS.iter().map(|c| c.name).collect();
 /// assert_eq!(names[..3], ["n_ticks", "trades", "total_return"]);
 /// ```
-pub const METRIC_COLUMNS: [MetricColumn; 10] = [
+pub const METRIC_COLUMNS: [MetricColumn; 11] = [
     MetricColumn {
         name: "n_ticks",
         is_count: true,
@@ -140,6 +140,12 @@ pub const METRIC_COLUMNS: [MetricColumn; 10] = [
         is_count: false,
         value: |m| MetricValue::Real(m.exposure),
         set: |m, v| m.exposure = v.as_f64(),
+    },
+    MetricColumn {
+        name: "open_at_end",
+        is_count: true,
+        value: |m| MetricValue::Count(u64::from(m.open_at_end)),
+        set: |m, v| m.open_at_end = v.as_count() != 0,
     },
 ];
 

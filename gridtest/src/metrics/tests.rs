@@ -70,12 +70,16 @@ fn the_metric_table_reads_every_field_once_in_output_order() {
         win_rate: 8.0,
         profit_factor: 9.0,
         exposure: 10.0,
+        open_at_end: true,
     };
     let values: Vec<f64> = METRIC_COLUMNS
         .iter()
         .map(|c| (c.value)(&m).as_f64())
         .collect();
-    assert_eq!(values, (1..=10).map(f64::from).collect::<Vec<_>>());
+    let mut want: Vec<f64> = (1..=10).map(f64::from).collect();
+    want.push(1.0); // open_at_end
+    assert_eq!(values, want);
+    assert_eq!(crate::metrics::metrics_from(|_, c| (c.value)(&m)), m);
     let mut other = m;
     other.exposure = f64::from_bits(10.0f64.to_bits() + 1);
     assert!(bitwise_equal(&m, &m) && !bitwise_equal(&m, &other));

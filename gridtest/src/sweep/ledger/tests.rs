@@ -53,6 +53,7 @@ fn metrics(trades: u64) -> Metrics {
         win_rate: 0.0,
         profit_factor: 0.0,
         exposure: 0.0,
+        open_at_end: false,
     }
 }
 
