@@ -15,6 +15,7 @@ mod indicators;
 mod ingest;
 mod layout;
 mod macros;
+mod orders;
 mod panics;
 mod registry;
 mod replay;
