@@ -3,7 +3,7 @@
 //! form) and computes the metrics in two passes over the stored equity curve.
 
 use gridtest::data::{Shard, ShardData};
-use gridtest::engine::run_chunk;
+use gridtest::engine::{ProfitFactorBasis, run_chunk};
 use gridtest::prelude::*;
 use gridtest::{DataKind, ExecModel, Metrics};
 
@@ -82,13 +82,14 @@ fn reference(
     c: f64,
     days: u32,
     bars: bool,
-) -> Metrics {
+) -> (Metrics, f64) {
     let n = fill.len();
     let (mut cash, mut units, mut held) = (1.0f64, 0.0f64, 0.0f64);
     let mut equity = vec![1.0f64];
     let (mut trades, mut exposed) = (0u64, 0u64);
     let (mut entry, mut round_trips, mut wins, mut gross_win, mut gross_loss) =
         (1.0, 0u64, 0u64, 0.0, 0.0);
+    let (mut win_ret, mut loss_ret) = (0.0f64, 0.0f64);
     for t in 1..n {
         let target = targets[t - 1].clamp(-1.0, 1.0);
         let was_exposed = units != 0.0;
@@ -112,6 +113,12 @@ fn reference(
                 } else {
                     gross_loss -= pnl;
                 }
+                let ret = after / entry - 1.0;
+                if ret > 0.0 {
+                    win_ret += ret;
+                } else {
+                    loss_ret -= ret;
+                }
                 entry = after;
             }
             cash -= (x - x0) + fee;
@@ -134,7 +141,7 @@ fn reference(
         peak = peak.max(e);
         max_dd = max_dd.max(1.0 - e / peak);
     }
-    Metrics {
+    let m = Metrics {
         n_ticks: n as u64,
         trades,
         total_return: equity[n - 1] - 1.0,
@@ -164,7 +171,8 @@ fn reference(
         },
         exposure: exposed as f64 / k,
         open_at_end: held != 0.0,
-    }
+    };
+    (m, win_ret / loss_ret)
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -238,7 +246,9 @@ fn ticks_match_the_independent_simulation() {
         .with_slippage_bps(2.0);
     let sets = sets(&STYLES);
     let cells = run_chunk::<ScriptedTicks>(&data, &sets, &exec);
-    for (set, cell) in sets.iter().zip(&cells) {
+    let by_returns = exec.with_profit_factor(ProfitFactorBasis::Returns);
+    let cells_by_returns = run_chunk::<ScriptedTicks>(&data, &sets, &by_returns);
+    for ((set, cell), by_returns) in sets.iter().zip(&cells).zip(&cells_by_returns) {
         let seed = match set.get("seed") {
             Some(ParamValue::Int(s)) => *s,
             _ => unreachable!(),
@@ -247,9 +257,20 @@ fn ticks_match_the_independent_simulation() {
         let targets: Vec<f64> = (0..n as u64)
             .map(|t| scripted_target(seed, &style, t))
             .collect();
-        let want = reference(&price, &price, &targets, 5e-4, 2, false);
+        let (want, pf_returns) = reference(&price, &price, &targets, 5e-4, 2, false);
         assert!(want.trades > 100, "the script trades");
         assert_matches(cell.as_ref().unwrap(), &want, &set.to_string());
+        // The profit factor from round trips' returns; every other metric the same bits.
+        let mut got = *by_returns.as_ref().unwrap();
+        assert!(
+            close(got.profit_factor, pf_returns, 1e-9),
+            "[{set}] {got:?} vs {pf_returns}"
+        );
+        got.profit_factor = cell.as_ref().unwrap().profit_factor;
+        assert!(
+            gridtest::metrics::bitwise_equal(&got, cell.as_ref().unwrap()),
+            "[{set}]"
+        );
     }
 }
 
@@ -298,7 +319,7 @@ fn bars_fill_at_the_next_open_and_mark_at_the_close() {
         let targets: Vec<f64> = (0..n as u64)
             .map(|t| scripted_target(seed, &style, t))
             .collect();
-        let want = reference(&open, &close_px, &targets, 1e-4, 22, true);
+        let (want, _) = reference(&open, &close_px, &targets, 1e-4, 22, true);
         assert_matches(cell.as_ref().unwrap(), &want, &set.to_string());
     }
 }

@@ -343,7 +343,7 @@ async fn run_unit(
             let backend = args
                 .backend
                 .clone()
-                .filter(|b| !record && b.supports(&strategy));
+                .filter(|b| !record && exec.runs_on_devices() && b.supports(&strategy));
             let joined = tokio::task::spawn_blocking(move || match backend {
                 _ if record => {
                     let (cells, days) = (strategy.run_recording)(&data, &sets, &exec);

@@ -92,6 +92,8 @@ pub struct Broker {
     /// The last close (marks the open trades).
     pub(super) mark: f64,
     pub(super) index: u64,
+    /// Fills so far (entries, exits, partial closes).
+    pub(super) fills: u64,
     pub(super) stats: TradeStats,
     /// The closed trades, when recording them.
     pub(super) record: Option<Vec<ClosedTrade>>,
@@ -117,6 +119,7 @@ impl Broker {
             close_all: false,
             mark: f64::NAN,
             index: 0,
+            fills: 0,
             stats: TradeStats::default(),
             record: None,
             rejected: None,
@@ -139,6 +142,11 @@ impl Broker {
     /// The first order that could not be placed: event index and why.
     pub(crate) fn rejected(&self) -> Option<(u64, &'static str)> {
         self.rejected
+    }
+
+    /// Fills so far.
+    pub(crate) fn fills(&self) -> u64 {
+        self.fills
     }
 
     /// What the closed trades add up to.
@@ -269,6 +277,7 @@ impl Broker {
             reason,
         };
         self.stats.add(&closed);
+        self.fills += 1;
         if let Some(record) = &mut self.record {
             record.push(closed);
         }

@@ -248,6 +248,7 @@ impl Broker {
         }
         let entry_fee = self.model.fee(need, price, self.rate);
         self.cash -= entry_fee;
+        self.fills += 1;
         self.trades.push(OpenTrade {
             size: need,
             entry_price: adjusted,

@@ -14,7 +14,7 @@ pub struct ExecArgs {
     #[arg(long, env = "GRIDTEST_RATIOS", value_parser = parse_ratios)]
     pub ratios: Option<RatioConvention>,
     /// Profit factor over trades' P&L (pnl, the default) or their returns (returns, as
-    /// backtesting.py; orders path only).
+    /// backtesting.py).
     #[arg(long, env = "GRIDTEST_PROFIT_FACTOR", value_parser = parse_profit_factor)]
     pub profit_factor: Option<ProfitFactorBasis>,
     /// Orders path: cash at the start of each shard (default 100000).

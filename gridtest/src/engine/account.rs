@@ -36,6 +36,9 @@ pub(crate) struct Account {
     wins: u64,
     gross_win: f64,
     gross_loss: f64,
+    /// Sums of the round trips' positive returns and of their negative ones (negated).
+    gross_win_ret: f64,
+    gross_loss_ret: f64,
     bad_target: Option<(u64, f64)>,
 }
 
@@ -77,6 +80,8 @@ impl Account {
             wins: 0,
             gross_win: 0.0,
             gross_loss: 0.0,
+            gross_win_ret: 0.0,
+            gross_loss_ret: 0.0,
             bad_target: None,
         }
     }
@@ -158,6 +163,12 @@ impl Account {
             } else {
                 self.gross_loss -= pnl;
             }
+            let ret = after / self.entry_equity - 1.0;
+            if ret > 0.0 {
+                self.gross_win_ret += ret;
+            } else {
+                self.gross_loss_ret -= ret;
+            }
             self.entry_equity = after;
         }
         self.trades += 1;
@@ -212,6 +223,7 @@ impl Account {
             wins: self.wins,
             gross_win: self.gross_win,
             gross_loss: self.gross_loss,
+            gross_ret: (self.gross_win_ret, self.gross_loss_ret),
             bad_target: self.bad_target,
             held: self.held,
         }

@@ -81,8 +81,9 @@ pub enum ProfitFactorBasis {
     /// Gross profit over gross loss, in money (the default).
     #[default]
     Pnl,
-    /// Sum of positive trade returns over the negated sum of negative ones (backtesting.py's;
-    /// orders path only).
+    /// Sum of positive trade returns over the negated sum of negative ones (backtesting.py's).
+    /// On the targets path a round trip's return is its closing equity over the equity before
+    /// its opening fee, minus 1.
     Returns,
 }
 
@@ -218,6 +219,13 @@ impl ExecModel {
             periods_per_year: self.periods_per_year,
             risk_free_rate: self.risk_free_rate,
         }
+    }
+
+    /// Whether the GPU kernels compute these conventions (they produce the arithmetic ratios and
+    /// the profit factor from P&L only); a unit under other conventions runs on the CPU engine.
+    #[must_use]
+    pub fn runs_on_devices(&self) -> bool {
+        self.ratios == RatioConvention::Arithmetic && self.profit_factor == ProfitFactorBasis::Pnl
     }
 
     /// Total cost per unit of traded notional: `(commission + slippage) / 10 000`.

@@ -2,8 +2,9 @@
 
 use super::account::Account;
 use super::day_returns::DayReturns;
-use super::exec_model::{Annualisation, ExecModel, RatioConvention};
+use super::exec_model::{Annualisation, ExecModel, ProfitFactorBasis, RatioConvention};
 use super::panic_capture;
+use super::raw::profit_factor;
 use super::trace::{self, Before, CellTrace};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::{FeedBatch, NS_PER_DAY};
@@ -132,6 +133,10 @@ pub(super) fn build_strategy<S: Strategy>(set: &ParamSet) -> Result<(S, usize), 
     }
 }
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "live lanes are the rule: their state stays inline in the lane vector, in cache order"
+)]
 enum Lane<S> {
     Live {
         strategy: S,
@@ -151,6 +156,8 @@ pub(crate) struct Kernel<S: Strategy> {
     annual: Annualisation,
     /// Ratios from daily equity (the days are then recorded).
     daily_ratios: bool,
+    /// The profit factor from round trips' returns.
+    returns_pf: bool,
     seen: u64,
     /// Return periods since the last moment tile closed.
     tile_periods: u32,
@@ -185,6 +192,7 @@ impl<S: Strategy> Kernel<S> {
             max_leverage: exec.max_leverage,
             annual: exec.annualisation(),
             daily_ratios: exec.ratios == RatioConvention::Geometric,
+            returns_pf: exec.profit_factor == ProfitFactorBasis::Returns,
             seen: 0,
             tile_periods: 0,
             record_days: exec.ratios == RatioConvention::Geometric,
@@ -324,7 +332,11 @@ impl<S: Strategy> Kernel<S> {
                         closes.push(account.equity());
                         per_set.push(DayReturns::from_closes(&closes));
                     }
-                    let metrics = account.raw().finish(seen, n_days, per_year);
+                    let raw = account.raw();
+                    let mut metrics = raw.finish(seen, n_days, per_year);
+                    if let (true, Ok(m)) = (self.returns_pf, metrics.as_mut()) {
+                        m.profit_factor = profit_factor(raw.gross_ret.0, raw.gross_ret.1);
+                    }
                     if self.daily_ratios {
                         metrics.map(|m| with_daily_ratios(m, &closes, per_year))
                     } else {

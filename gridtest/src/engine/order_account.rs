@@ -3,7 +3,7 @@
 
 use super::day_returns::DayReturns;
 use super::exec_model::{Annualisation, ExecModel, ProfitFactorBasis, RatioConvention};
-use super::raw::ratios;
+use super::raw::{profit_factor, ratios};
 use super::{CellFailure, FailureKind};
 use crate::broker::Broker;
 use crate::data::NS_PER_DAY;
@@ -62,20 +62,19 @@ impl OrderAccount {
     /// accumulates its return.
     #[inline]
     pub(super) fn step(&mut self, bar: [f64; 4], index: u64, ts: i64) {
-        let before = self.position;
+        let (before, fills) = (self.position, self.broker.fills());
         self.broker.on_event(bar, index);
+        let filled = self.broker.fills() != fills;
         if ts >= self.day_end {
             if self.day_end != i64::MIN {
                 self.closes.push(self.previous);
             }
             self.day_end = (ts.div_euclid(NS_PER_DAY) + 1) * NS_PER_DAY;
         }
-        if before == 0.0 && self.broker.open_trades() == 0 {
-            // Flat before and after, no fill: the return is exactly 0.
-            if index > 0 && self.broker.cash() == self.previous {
-                self.flat += 1;
-                return;
-            }
+        if index > 0 && before == 0.0 && !filled && self.broker.open_trades() == 0 {
+            // Flat, and nothing filled: the return is exactly 0.
+            self.flat += 1;
+            return;
         }
         let after = if self.broker.open_trades() == 0 {
             0.0
@@ -90,7 +89,7 @@ impl OrderAccount {
             self.downside2 += down * down;
             self.drawdown.update(equity);
             self.exposed += u64::from(before != 0.0 || after != 0.0);
-            self.changes += u64::from(after != before);
+            self.changes += u64::from(filled);
         }
         self.previous = equity;
         self.position = after;
@@ -153,13 +152,7 @@ impl OrderAccount {
             sortino,
             round_trips: stats.closed,
             win_rate: share(stats.wins, stats.closed),
-            profit_factor: if loss > 0.0 {
-                win / loss
-            } else if win > 0.0 {
-                f64::INFINITY
-            } else {
-                0.0
-            },
+            profit_factor: profit_factor(win, loss),
             exposure: share(self.exposed, periods),
             open_at_end: self.broker.open_trades() > 0,
         }

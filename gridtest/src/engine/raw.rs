@@ -33,6 +33,9 @@ pub struct RawAccount {
     pub bad_target: Option<(u64, f64)>,
     /// The last executed target (non-zero: a position is open at the end).
     pub held: f64,
+    /// Sums of the round trips' positive returns and of their negative ones (negated), for
+    /// the profit factor from returns (CPU only: the device layout does not carry them).
+    pub gross_ret: (f64, f64),
 }
 
 impl RawAccount {
@@ -66,6 +69,7 @@ impl RawAccount {
             gross_loss: v[13],
             bad_target: (v[14] >= 0.0).then(|| (count(v[14]), v[15])),
             held: v[16],
+            gross_ret: (0.0, 0.0),
         }
     }
 
@@ -95,13 +99,7 @@ impl RawAccount {
             per_year,
             annual.risk_free_rate(),
         );
-        let profit_factor = if self.gross_loss > 0.0 {
-            self.gross_win / self.gross_loss
-        } else if self.gross_win > 0.0 {
-            f64::INFINITY
-        } else {
-            0.0
-        };
+        let profit_factor = profit_factor(self.gross_win, self.gross_loss);
         Ok(Metrics {
             n_ticks: n_events,
             trades: self.trades,
@@ -123,6 +121,17 @@ impl RawAccount {
             },
             open_at_end: self.held != 0.0,
         })
+    }
+}
+
+/// Gross profit over gross loss: `inf` with no loss, 0 with neither.
+pub(super) fn profit_factor(win: f64, loss: f64) -> f64 {
+    if loss > 0.0 {
+        win / loss
+    } else if win > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
     }
 }
 
@@ -208,6 +217,7 @@ mod tests {
                 gross_loss: 0.5,
                 bad_target: None,
                 held: -0.5,
+                gross_ret: (0.0, 0.0),
             }
         );
         let m = raw
