@@ -35,7 +35,7 @@ pub(super) struct Window {
     /// When recording days: the tile positions where a new day starts (never the shard's first
     /// event), and the day of the last event loaded.
     day_starts: Vec<usize>,
-    day: Option<i64>,
+    pub(super) day: Option<i64>,
 }
 
 impl Window {
@@ -54,7 +54,7 @@ impl Window {
     }
 
     /// Finds where days start in the current tile; returns the days that ended in it.
-    fn mark_days(&mut self, ended: &mut Vec<i64>) {
+    pub(super) fn mark_days(&mut self, ended: &mut Vec<i64>) {
         self.day_starts.clear();
         let ts = &self.ts[self.lookback..self.lookback + self.len];
         for (j, t) in ts.iter().enumerate() {
@@ -109,6 +109,13 @@ impl Window {
         }
         Cursor::new(&self.ts[..end], cols, self.lookback, self.lookback, seen)
     }
+}
+
+/// Where the tile that starts at event `start` of a batch of `len` ends, after `seen` events of
+/// the shard: at the shard's next multiple of [`TILE`], or the batch's end.
+pub(super) fn tile_end(seen: u64, start: usize, len: usize) -> usize {
+    let to_boundary = TILE - usize::try_from(seen % TILE as u64).unwrap_or(0);
+    (start + to_boundary).min(len)
 }
 
 /// Builds the strategy of one parameter set and reads its lookback; a set that does not fit
@@ -225,8 +232,7 @@ impl<S: Strategy> Kernel<S> {
     pub(crate) fn feed(&mut self, batch: &FeedBatch) {
         let mut start = 0;
         while start < batch.len() {
-            let to_boundary = TILE - usize::try_from(self.seen % TILE as u64).unwrap_or(0);
-            let end = (start + to_boundary).min(batch.len());
+            let end = tile_end(self.seen, start, batch.len());
             self.window.load::<S::Feed>(batch, start..end);
             if self.record_days {
                 self.window.mark_days(&mut self.days);

@@ -4,12 +4,12 @@
 
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
-use super::kernel::{TILE, Window, build_strategy};
+use super::kernel::{Window, build_strategy, tile_end};
 use super::order_account::OrderAccount;
 use super::panic_capture;
 use super::trace::CellTrace;
 use super::{CellFailure, CellOutcome, FailureKind};
-use crate::data::{FeedBatch, NS_PER_DAY};
+use crate::data::FeedBatch;
 use crate::params::ParamSet;
 use crate::strategy::{Feed, Strategy};
 
@@ -30,7 +30,6 @@ pub(crate) struct OrderKernel<S: Strategy> {
     /// The days that ended so far, when recording them.
     record_days: bool,
     days: Vec<i64>,
-    last_day: Option<i64>,
     trace: Option<CellTrace>,
 }
 
@@ -57,7 +56,6 @@ impl<S: Strategy> OrderKernel<S> {
             seen: 0,
             record_days: false,
             days: Vec::new(),
-            last_day: None,
             trace: None,
         }
     }
@@ -92,9 +90,11 @@ impl<S: Strategy> OrderKernel<S> {
     pub(crate) fn feed(&mut self, batch: &FeedBatch) {
         let mut start = 0;
         while start < batch.len() {
-            let to_boundary = TILE - usize::try_from(self.seen % TILE as u64).unwrap_or(0);
-            let end = (start + to_boundary).min(batch.len());
+            let end = tile_end(self.seen, start, batch.len());
             self.window.load::<S::Feed>(batch, start..end);
+            if self.record_days {
+                self.window.mark_days(&mut self.days);
+            }
             self.run_tile();
             start = end;
         }
@@ -103,13 +103,6 @@ impl<S: Strategy> OrderKernel<S> {
     fn run_tile(&mut self) {
         let (seen, n) = (self.seen, self.window.len);
         let window = &self.window;
-        for j in 0..n {
-            let day = window.ts[window.lookback + j].div_euclid(NS_PER_DAY);
-            if self.last_day.is_some_and(|d| d != day) {
-                self.days.extend(self.last_day);
-            }
-            self.last_day = Some(day);
-        }
         let trace = &mut self.trace;
         for lane in &mut self.lanes {
             let Lane::Live { strategy, account } = lane else {
@@ -137,7 +130,7 @@ impl<S: Strategy> OrderKernel<S> {
     /// One outcome per parameter set, and the days' returns if they were recorded.
     pub(crate) fn finish_recorded(mut self, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
         let mut days = std::mem::take(&mut self.days);
-        days.extend(self.last_day);
+        days.extend(self.window.day);
         let mut per_set = Vec::new();
         let (seen, exec, record) = (self.seen, &self.exec, self.record_days);
         let outcomes = self
