@@ -319,7 +319,8 @@ pub trait Strategy: Send + Sized + 'static {
     fn on_data(&mut self, now: &Cursor<'_, Self::Feed>) -> f64 {
         let _ = now;
         panic!(
-            "{} implements neither on_data nor on_orders",
+            "{} implements neither on_data nor on_orders (an unregistered strategy with \
+             on_orders also states `const ORDERS: bool = true`)",
             std::any::type_name::<Self>()
         )
     }
