@@ -1115,3 +1115,38 @@ fn a_halving_search_runs_its_rungs_on_the_cluster_and_a_killed_worker_loses_noth
         "the cluster's last rung differs from the in-process search"
     );
 }
+
+#[test]
+fn a_universe_sweep_on_the_cluster_survives_a_killed_worker_and_equals_the_local_run() {
+    let _serial = serial();
+    let universes = ["--universe", "u01=S000,S001", "--universe", "u12=S001,S002"];
+    let cells = 2 * 40;
+    let local = tempfile::tempdir().unwrap();
+    let status = Command::new(BIN)
+        .args(common_args(local.path()))
+        .args(["--role", "local", "--threads", "2"])
+        .args(universes)
+        .env("GRIDTEST_TEST_SPIN", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let want = std::fs::read_to_string(local.path().join("out/results.csv")).unwrap();
+    assert_eq!(want.lines().count(), cells + 1, "one row per cell:\n{want}");
+    assert!(want.contains("u01:2024-01-02..2024-01-03"), "{want}");
+
+    let mut c = Cluster::with_head(&universes);
+    for w in ["w1", "w2", "w3"] {
+        c.start_worker(w, COOKIE, &[]);
+    }
+    c.wait_done(cells / 5);
+    c.worker("w1").signal("KILL");
+    let head = c.head.as_mut().unwrap();
+    let status = head.wait_exit(Duration::from_secs(180));
+    assert!(status.success(), "head failed:\n{}", head.text());
+    let summary = head.summary();
+    assert_eq!((summary.cells, summary.failed), (cells, 0), "{summary:?}");
+    let got = std::fs::read_to_string(c.dir.path().join("out/results.csv")).unwrap();
+    assert!(got == want, "cluster results differ from the local run");
+}

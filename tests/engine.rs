@@ -3,7 +3,8 @@
 //! form) and computes the metrics in two passes over the stored equity curve.
 
 use gridtest::data::{Shard, ShardData};
-use gridtest::engine::{ProfitFactorBasis, run_chunk};
+use gridtest::engine::{ProfitFactorBasis, RatioConvention, run_chunk};
+use gridtest::metrics::daily_ratios;
 use gridtest::prelude::*;
 use gridtest::{DataKind, ExecModel, Metrics};
 
@@ -74,7 +75,8 @@ impl Strategy for ScriptedBars {
 }
 
 /// Independent simulation: cash and units; `fill[t]` executes the target of `t-1`, `mark[t]`
-/// values the book at the end of event `t`.
+/// values the book at the end of event `t`. Returns the metrics, the profit factor from round
+/// trips' returns, and the equity after every event.
 fn reference(
     fill: &[f64],
     mark: &[f64],
@@ -82,7 +84,7 @@ fn reference(
     c: f64,
     days: u32,
     bars: bool,
-) -> (Metrics, f64) {
+) -> (Metrics, f64, Vec<f64>) {
     let n = fill.len();
     let (mut cash, mut units, mut held) = (1.0f64, 0.0f64, 0.0f64);
     let mut equity = vec![1.0f64];
@@ -172,7 +174,7 @@ fn reference(
         exposure: exposed as f64 / k,
         open_at_end: held != 0.0,
     };
-    (m, win_ret / loss_ret)
+    (m, win_ret / loss_ret, equity)
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -257,7 +259,7 @@ fn ticks_match_the_independent_simulation() {
         let targets: Vec<f64> = (0..n as u64)
             .map(|t| scripted_target(seed, &style, t))
             .collect();
-        let (want, pf_returns) = reference(&price, &price, &targets, 5e-4, 2, false);
+        let (want, pf_returns, _) = reference(&price, &price, &targets, 5e-4, 2, false);
         assert!(want.trades > 100, "the script trades");
         assert_matches(cell.as_ref().unwrap(), &want, &set.to_string());
         // The profit factor from round trips' returns; every other metric the same bits.
@@ -319,7 +321,7 @@ fn bars_fill_at_the_next_open_and_mark_at_the_close() {
         let targets: Vec<f64> = (0..n as u64)
             .map(|t| scripted_target(seed, &style, t))
             .collect();
-        let (want, _) = reference(&open, &close_px, &targets, 1e-4, 22, true);
+        let (want, _, _) = reference(&open, &close_px, &targets, 1e-4, 22, true);
         assert_matches(cell.as_ref().unwrap(), &want, &set.to_string());
     }
 }
@@ -419,4 +421,63 @@ fn stated_periods_per_year_rescale_sharpe_and_sortino_only() {
             .iter()
             .any(|p| p.contains("periods_per_year"))
     );
+}
+
+#[test]
+fn geometric_ratios_on_the_targets_path_come_from_each_dates_closing_equity() {
+    let n = 3000;
+    let price = random_walk(n, 11, 50.0);
+    // 600 ticks a day over five days: day boundaries fall inside tiles and between batches
+    let per_day = 600usize;
+    let ns_per_day = 86_400_000_000_000i64;
+    let ts: Vec<i64> = (0..n as i64)
+        .map(|t| {
+            let (day, tick) = (t / per_day as i64, t % per_day as i64);
+            (19_724 + day) * ns_per_day + tick * 1_000_000
+        })
+        .collect();
+    let shard = Shard::new(
+        "G",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-06".parse().unwrap(),
+    );
+    let data = ShardData::from_ticks(shard, ts, price.clone(), vec![1.0; n], 5).unwrap();
+    let sets = sets(&STYLES);
+    let arithmetic = ExecModel::default().with_commission_bps(3.0);
+    let geometric = arithmetic
+        .clone()
+        .with_ratios(RatioConvention::Geometric)
+        .with_risk_free_rate(0.01);
+    let base = run_chunk::<ScriptedTicks>(&data, &sets, &arithmetic);
+    let cells = run_chunk::<ScriptedTicks>(&data, &sets, &geometric);
+    for ((set, b), g) in sets.iter().zip(&base).zip(&cells) {
+        let (b, g) = (b.as_ref().unwrap(), g.as_ref().unwrap());
+        let seed = match set.get("seed") {
+            Some(ParamValue::Int(s)) => *s,
+            _ => unreachable!(),
+        };
+        let style = set.get("style").unwrap().to_string();
+        let targets: Vec<f64> = (0..n as u64)
+            .map(|t| scripted_target(seed, &style, t))
+            .collect();
+        let (_, _, equity) = reference(&price, &price, &targets, 3e-4, 5, false);
+        let closes: Vec<f64> = (1..=n / per_day).map(|d| equity[d * per_day - 1]).collect();
+        let (sharpe, sortino) = daily_ratios(&closes, 252.0, 0.01);
+        assert!(sharpe != 0.0 && sharpe != b.sharpe, "{set}: {sharpe}");
+        assert!(
+            close(g.sharpe, sharpe, 1e-9),
+            "{set}: {} vs {sharpe}",
+            g.sharpe
+        );
+        assert!(
+            close(g.sortino, sortino, 1e-9),
+            "{set}: {} vs {sortino}",
+            g.sortino
+        );
+        assert_eq!(
+            (g.total_return, g.max_drawdown, g.trades, g.profit_factor),
+            (b.total_return, b.max_drawdown, b.trades, b.profit_factor),
+            "{set}: only the ratios change"
+        );
+    }
 }

@@ -24,4 +24,5 @@ mod research;
 mod s3;
 mod streaming;
 mod submit;
+mod universe;
 mod w1;

@@ -109,29 +109,48 @@ pub(crate) fn parse(args: TokenStream, item: TokenStream) -> syn::Result<Strateg
     })
 }
 
-/// Checks that the impl defines `on_data` (the targets path) or `on_orders` (the orders path),
-/// and sets `const ORDERS: bool = true` for the latter unless the impl states it.
+/// Checks that the impl defines `on_data` (the targets path), `on_orders` (the orders path) or
+/// `on_universe` (the portfolio path), and sets `const ORDERS: bool = true` or
+/// `const UNIVERSE: bool = true` for the latter two unless the impl states them.
 fn choose_path(mut item: ItemImpl) -> syn::Result<ItemImpl> {
     let defines = |name: &str| {
         item.items
             .iter()
             .any(|i| matches!(i, syn::ImplItem::Fn(f) if f.sig.ident == name))
     };
-    let (data, orders) = (defines("on_data"), defines("on_orders"));
-    let states = item
-        .items
-        .iter()
-        .any(|i| matches!(i, syn::ImplItem::Const(c) if c.ident == "ORDERS"));
-    if !data && !orders {
+    let states = |name: &str| {
+        item.items
+            .iter()
+            .any(|i| matches!(i, syn::ImplItem::Const(c) if c.ident == name))
+    };
+    let (data, orders, universe) = (
+        defines("on_data"),
+        defines("on_orders"),
+        defines("on_universe"),
+    );
+    let (states_orders, states_universe) = (states("ORDERS"), states("UNIVERSE"));
+    if !data && !orders && !universe {
         return Err(syn::Error::new(
             item.self_ty.span(),
-            "a strategy defines `fn on_data` (returns a target, the fast path) or \
-             `fn on_orders` (places orders through a `Broker`)",
+            "a strategy defines `fn on_data` (returns a target, the fast path), \
+             `fn on_orders` (places orders through a `Broker`) or `fn on_universe` (sets a \
+             target per symbol of a universe)",
         ));
     }
-    if orders && !states {
+    if universe && orders {
+        return Err(syn::Error::new(
+            item.self_ty.span(),
+            "`on_universe` sets targets per symbol; it cannot be combined with `on_orders`",
+        ));
+    }
+    if orders && !states_orders {
         item.items.push(syn::parse_quote!(
             const ORDERS: bool = true;
+        ));
+    }
+    if universe && !states_universe {
+        item.items.push(syn::parse_quote!(
+            const UNIVERSE: bool = true;
         ));
     }
     Ok(item)

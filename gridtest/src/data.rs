@@ -14,11 +14,13 @@ pub mod layout;
 mod load;
 mod shard;
 pub mod synth;
+mod universe;
 
 pub(crate) use columns::NS_PER_DAY;
-pub use columns::{FeedBatch, FileInfo, ShardData, ShardInfo};
+pub use columns::{FeedBatch, FileInfo, Members, ShardData, ShardInfo};
 pub use dataset::{DataPlan, Dataset};
 pub use error::{DataError, Result};
 pub use layout::{IgnoredObject, Layout, LayoutProblem, ListedFile, parse_partition_date};
-pub use load::{BATCH_ROWS, ShardReader, ShardStream, table_schema};
+pub use load::{BATCH_ROWS, ShardReader, table_schema};
 pub use shard::{Shard, ShardId};
+pub use universe::{ShardStream, Universe};

@@ -14,6 +14,7 @@
 //! See [`ExecModel`] and `docs/execution-model.md`.
 
 mod account;
+mod book;
 mod cell;
 mod day_returns;
 mod exec_model;
@@ -24,6 +25,7 @@ mod panic_capture;
 mod paths;
 mod raw;
 mod trace;
+mod universe_kernel;
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use day_returns::DayReturns;

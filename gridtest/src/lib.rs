@@ -104,7 +104,7 @@ pub use params::{
 };
 pub use run::{RunArgs, SweepReport, exit_status, run};
 pub use strategy::{
-    Bars, Cursor, DataKind, Feed, GpuCode, RegisteredStrategy, Strategy, Ticks, pack_numeric,
+    Bars, Cursor, DataKind, Feed, GpuCode, RegisteredStrategy, Slice, Strategy, Ticks, pack_numeric,
 };
 pub use sweep::{CellFailure, CellKey, CellOutcome, Leaderboard, Sweep, SweepResults};
 

@@ -7,7 +7,7 @@ pub use crate::indicators::{
 };
 pub use crate::params::{Grid, ParamKind, ParamSet, ParamValue};
 pub use crate::strategy::{
-    Bars, Cursor, GpuCode, RegisteredStrategy, Strategy, Ticks, pack_numeric,
+    Bars, Cursor, GpuCode, RegisteredStrategy, Slice, Strategy, Ticks, pack_numeric,
 };
 pub use crate::sweep::Sweep;
 pub use crate::{ExecModel, RankMetric};

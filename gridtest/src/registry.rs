@@ -56,6 +56,8 @@ pub struct StrategyEntry {
     pub type_name: fn() -> &'static str,
     /// The data it consumes.
     pub kind: DataKind,
+    /// Whether it trades a universe of symbols ([`Strategy::on_universe`]).
+    pub universe: bool,
     /// Its parameter fields.
     pub schema: fn() -> &'static [ParamField],
     /// Its engine entry point.
@@ -96,6 +98,7 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         crate_version: S::CRATE,
         type_name: type_name::<S>,
         kind: <S::Feed as Feed>::KIND,
+        universe: S::UNIVERSE,
         schema: <<S as Strategy>::Params as Params>::schema,
         run: engine::run_chunk::<S>,
         run_source: engine::run_source::<S>,
@@ -107,9 +110,14 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
     }
 }
 
-/// `S`'s GPU code, unless it trades through orders (the GPU kernels run the targets path only).
+/// `S`'s GPU code, unless it trades through orders or over a universe (the GPU kernels run the
+/// single-symbol targets path only).
 fn gpu_code_of<S: Strategy>() -> Option<super::GpuCode> {
-    if S::ORDERS { None } else { S::gpu_code() }
+    if S::ORDERS || S::UNIVERSE {
+        None
+    } else {
+        S::gpu_code()
+    }
 }
 
 fn lookback_of<S: Strategy>(set: &ParamSet) -> Option<usize> {

@@ -117,7 +117,10 @@ async fn data_changes(
             .manifest
             .iter()
             .filter(|f| {
-                f.url.contains(&format!("/symbol={}/", shard.symbol()))
+                shard
+                    .symbols()
+                    .iter()
+                    .any(|s| f.url.contains(&format!("/symbol={s}/")))
                     && f.date >= shard.first()
                     && f.date <= shard.last()
             })

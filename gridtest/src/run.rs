@@ -40,6 +40,10 @@ pub struct RunArgs {
     /// Symbols to sweep, comma-separated (default: all in the dataset).
     #[arg(long, value_delimiter = ',')]
     pub symbols: Option<Vec<String>>,
+    /// A universe for a portfolio strategy, `NAME=SYM1,SYM2,…` (repeat for several): one shard
+    /// of its members per sweep, in place of one per symbol.
+    #[arg(long = "universe", value_name = "NAME=SYMBOLS")]
+    pub universes: Vec<crate::data::Universe>,
     /// First date, YYYY-MM-DD (inclusive).
     #[arg(long)]
     pub from: Option<NaiveDate>,

@@ -15,6 +15,11 @@ use serde::{Deserialize, Serialize};
 use crate::broker::Broker;
 use crate::params::{ParamError, ParamSet, ParamValue, Params};
 
+mod slice;
+
+pub(crate) use slice::Quotes;
+pub use slice::Slice;
+
 /// The two kinds of market data gridtest replays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -319,8 +324,9 @@ pub trait Strategy: Send + Sized + 'static {
     fn on_data(&mut self, now: &Cursor<'_, Self::Feed>) -> f64 {
         let _ = now;
         panic!(
-            "{} implements neither on_data nor on_orders (an unregistered strategy with \
-             on_orders also states `const ORDERS: bool = true`)",
+            "{} implements none of on_data, on_orders, on_universe (an unregistered strategy \
+             with on_orders or on_universe also states `const ORDERS: bool = true` or \
+             `const UNIVERSE: bool = true`)",
             std::any::type_name::<Self>()
         )
     }
@@ -338,6 +344,50 @@ pub trait Strategy: Send + Sized + 'static {
     /// cash, lots and the broker's fees.
     fn on_orders(&mut self, now: &Cursor<'_, Self::Feed>, broker: &mut Broker) {
         broker.target(self.on_data(now));
+    }
+
+    /// Whether the strategy trades a universe of symbols together ([`Strategy::on_universe`],
+    /// the portfolio path). `#[gridtest::strategy]` sets it when the impl defines
+    /// `on_universe`.
+    const UNIVERSE: bool = false;
+
+    /// The portfolio path: sees the universe at one timestamp (every member's latest event,
+    /// see [`Slice`]) and sets `targets[m]`, the fraction of the shared account's equity to
+    /// hold in member `m` (the universe's order). `targets` keeps its values between calls
+    /// (all 0 at the start), so a strategy writes only what changes. Each member's new target
+    /// fills at that member's next event (next tick's price, next bar's open); one account of
+    /// cash and units carries the book. `NaN` fails the cell; values beyond `max_leverage` are
+    /// clamped per member. See `docs/execution-model.md` § Universes.
+    ///
+    /// ```
+    /// use gridtest::prelude::*;
+    ///
+    /// #[derive(Params, Clone, Debug)]
+    /// pub struct EqualParams { pub long: bool }
+    ///
+    /// /// Equal weights across the universe, once every member has traded.
+    /// pub struct EqualWeight { long: bool }
+    ///
+    /// #[gridtest::strategy(name = "doc_equal_weight")]
+    /// impl Strategy for EqualWeight {
+    ///     type Params = EqualParams;
+    ///     type Feed = Bars;
+    ///     fn new(p: &EqualParams) -> Self { Self { long: p.long } }
+    ///     fn on_universe(&mut self, now: &Slice<'_, Bars>, targets: &mut [f64]) {
+    ///         let ready = (0..now.len()).all(|m| now.has(m));
+    ///         let w = if ready && self.long { 1.0 / now.len() as f64 } else { 0.0 };
+    ///         targets.fill(w);
+    ///     }
+    /// }
+    /// assert!(<EqualWeight as Strategy>::UNIVERSE);
+    /// ```
+    fn on_universe(&mut self, now: &Slice<'_, Self::Feed>, targets: &mut [f64]) {
+        let _ = (now, targets);
+        panic!(
+            "{} trades one symbol at a time (on_data or on_orders): implement on_universe to \
+             trade a universe",
+            std::any::type_name::<Self>()
+        )
     }
 
     /// The same strategy as CUDA C device code, for GPU scorers (gridtest-cuda). `None` (the

@@ -47,6 +47,9 @@ pub struct SubmitArgs {
     /// Symbols, comma-separated (default all).
     #[arg(long, value_delimiter = ',')]
     pub symbols: Option<Vec<String>>,
+    /// A universe for a portfolio strategy, `NAME=SYM1,SYM2,…` (repeatable).
+    #[arg(long = "universe", value_name = "NAME=SYMBOLS")]
+    pub universes: Vec<crate::data::Universe>,
     /// First date.
     #[arg(long)]
     pub from: Option<NaiveDate>,
@@ -187,6 +190,7 @@ fn request(args: &SubmitArgs) -> Result<SweepRequest> {
             grid,
             data: Some(args.data.clone()),
             symbols: args.symbols.clone(),
+            universes: args.universes.clone(),
             from: args.from,
             to: args.to,
             exec: ExecModel::default()

@@ -2,7 +2,8 @@
 //! per event, `GRIDTEST_TEST_SPIN` iterations, the same on every node) so that a sweep lasts
 //! long enough to kill nodes in the middle of it. The pace does not change any result.
 //!
-//! Same flags as every gridtest sweep binary (`--role`, `--seeds`, `--cookie`, …).
+//! Same flags as every gridtest sweep binary (`--role`, `--seeds`, `--cookie`, …). With
+//! `--universe` it sweeps a paced pairs strategy over the universes given instead.
 
 use std::hint::black_box;
 
@@ -63,6 +64,12 @@ impl Strategy for PacedSma {
 }
 
 fn main() -> std::process::ExitCode {
+    if std::env::args().any(|a| a == "--universe") {
+        let grid = Grid::new()
+            .axis("window", (20..=200).step_by(20))
+            .axis("entry", [1.0, 1.5, 2.0, 2.5]);
+        return gridtest::exit_status(gridtest::main(Sweep::of::<PacedPair>().grid(grid)));
+    }
     let sweep = Sweep::of::<PacedSma>().grid(
         Grid::new()
             .axis("fast", (5..=50).step_by(5))
@@ -70,4 +77,55 @@ fn main() -> std::process::ExitCode {
             .constrain("fast < slow"),
     );
     gridtest::exit_status(gridtest::main(sweep))
+}
+
+/// Parameters of the paced pair.
+#[derive(Params, Clone, Debug)]
+struct PairParams {
+    window: usize,
+    entry: f64,
+}
+
+/// A pairs strategy on a universe of two tick series (the z-score of the log spread), with the
+/// same pace: swept instead of `paced_sma` when the command line sets `--universe`.
+struct PacedPair {
+    z: ZScore,
+    entry: f64,
+    spin: u32,
+}
+
+#[gridtest::strategy(name = "paced_pair", version = "1")]
+impl Strategy for PacedPair {
+    type Params = PairParams;
+    type Feed = Ticks;
+
+    fn new(p: &PairParams) -> Self {
+        let spin = std::env::var("GRIDTEST_TEST_SPIN")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        Self {
+            z: ZScore::new(p.window),
+            entry: p.entry,
+            spin,
+        }
+    }
+
+    fn on_universe(&mut self, now: &Slice<'_, Ticks>, targets: &mut [f64]) {
+        let mut x = now.price(0);
+        for _ in 0..self.spin {
+            x = black_box(x * 1.000_000_1);
+        }
+        black_box(x);
+        if !(now.has(0) && now.has(1)) {
+            return;
+        }
+        let z = self.z.push(now.price(0).ln() - now.price(1).ln());
+        if z.abs() > self.entry {
+            targets[0] = -0.5 * z.signum();
+            targets[1] = 0.5 * z.signum();
+        } else if z.abs() < 0.25 {
+            targets.fill(0.0);
+        }
+    }
 }

@@ -17,11 +17,22 @@ use crate::strategy::DataKind;
 /// Nanoseconds in a (UTC) day: timestamps are nanoseconds since the epoch.
 pub(crate) const NS_PER_DAY: i64 = 86_400_000_000_000;
 
-/// One batch of events: `ts` and the feed's value columns, zero-copy over Arrow buffers.
+/// One batch of events: `ts` and the feed's value columns, zero-copy over Arrow buffers. A
+/// universe's batch also says which member each event belongs to ([`FeedBatch::members`]).
 #[derive(Clone, Debug)]
 pub struct FeedBatch {
     ts: ScalarBuffer<i64>,
     cols: Vec<ScalarBuffer<f64>>,
+    members: Option<Members>,
+}
+
+/// The member column of a universe's batch: each event's index into the universe's symbols.
+#[derive(Clone, Debug)]
+pub struct Members {
+    /// Per event, the index of its symbol in `symbols`.
+    pub index: ScalarBuffer<u32>,
+    /// The universe's symbols, in order.
+    pub symbols: Arc<[String]>,
 }
 
 impl FeedBatch {
@@ -38,7 +49,32 @@ impl FeedBatch {
         Self {
             ts: ts.into(),
             cols: cols.into_iter().map(Into::into).collect(),
+            members: None,
         }
+    }
+
+    /// This batch as a universe's: event `i` belongs to `symbols[index[i]]`.
+    ///
+    /// # Panics
+    /// If `index` differs in length from the batch, or names a member beyond `symbols`.
+    #[must_use]
+    pub fn with_members(mut self, index: Vec<u32>, symbols: Arc<[String]>) -> Self {
+        assert_eq!(index.len(), self.len(), "one member index per event");
+        assert!(
+            index.iter().all(|&m| (m as usize) < symbols.len()),
+            "member index beyond the universe"
+        );
+        self.members = Some(Members {
+            index: index.into(),
+            symbols,
+        });
+        self
+    }
+
+    /// The member column, for a universe's batch (`None`: one symbol).
+    #[must_use]
+    pub fn members(&self) -> Option<&Members> {
+        self.members.as_ref()
     }
 
     /// Number of events.
@@ -69,6 +105,10 @@ impl FeedBatch {
         Self {
             ts: self.ts.slice(offset, len),
             cols: self.cols.iter().map(|c| c.slice(offset, len)).collect(),
+            members: self.members.as_ref().map(|m| Members {
+                index: m.index.slice(offset, len),
+                symbols: Arc::clone(&m.symbols),
+            }),
         }
     }
 }
@@ -121,7 +161,25 @@ impl ShardInfo {
     /// Bytes the shard takes in memory once loaded.
     #[must_use]
     pub fn bytes_in_memory(&self) -> u64 {
-        self.n_rows() * 8 * (1 + self.kind.columns().len() as u64)
+        let member = if self.shard.is_universe() { 4 } else { 0 };
+        self.n_rows() * (8 * (1 + self.kind.columns().len() as u64) + member)
+    }
+
+    /// The files of one of the shard's symbols (`symbol=…` in their path), as that symbol's
+    /// own shard.
+    #[must_use]
+    pub fn member(&self, symbol: &str) -> Self {
+        let dir = format!("/symbol={symbol}/");
+        Self {
+            shard: self.shard.member(symbol),
+            kind: self.kind,
+            files: self
+                .files
+                .iter()
+                .filter(|f| f.url.contains(&dir))
+                .cloned()
+                .collect(),
+        }
     }
 }
 
@@ -138,6 +196,18 @@ impl ShardData {
         Self {
             n_days: info.n_days(),
             info,
+            batches,
+        }
+    }
+
+    pub(crate) fn from_parts_with_days(
+        info: ShardInfo,
+        n_days: u32,
+        batches: Vec<FeedBatch>,
+    ) -> Self {
+        Self {
+            info,
+            n_days,
             batches,
         }
     }
@@ -290,7 +360,11 @@ impl Checker {
             }
             cols.push(col.as_primitive::<Float64Type>().values().clone());
         }
-        let batch = FeedBatch { ts, cols };
+        let batch = FeedBatch {
+            ts,
+            cols,
+            members: None,
+        };
         self.batch(&batch)?;
         Ok(batch)
     }

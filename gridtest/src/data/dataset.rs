@@ -191,6 +191,44 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// Plans one shard per universe: its members' dates between `from` and `to`, from the first
+    /// date any member has to the last (a member without data on a date simply has no events
+    /// then). Listing only, as [`Dataset::plan`].
+    ///
+    /// # Errors
+    /// As [`Dataset::plan`], for any member.
+    pub async fn plan_universes(
+        &self,
+        universes: &[super::Universe],
+        from: Option<NaiveDate>,
+        to: Option<NaiveDate>,
+    ) -> Result<DataPlan> {
+        let mut symbols: Vec<String> = universes.iter().flat_map(|u| u.symbols.clone()).collect();
+        symbols.sort();
+        symbols.dedup();
+        let members = self.plan(Some(&symbols), from, to).await?;
+        let shards = universes
+            .iter()
+            .map(|u| {
+                let range = |s: &String| {
+                    let shard = members.shards.iter().find(|m| m.symbol() == s);
+                    let shard = shard.expect("every member was planned");
+                    (shard.first(), shard.last())
+                };
+                let first = u.symbols.iter().map(|s| range(s).0).min();
+                let last = u.symbols.iter().map(|s| range(s).1).max();
+                let (first, last) = first.zip(last).expect("a checked universe has members");
+                Shard::universe(u.name.clone(), u.symbols.clone(), first, last)
+            })
+            .collect();
+        Ok(DataPlan {
+            shards,
+            layout: members.layout,
+        })
+    }
+}
+
 /// The shards a sweep reads, and the strict listing they were planned from.
 #[derive(Clone, Debug)]
 pub struct DataPlan {

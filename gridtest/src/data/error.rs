@@ -39,6 +39,14 @@ pub enum DataError {
         /// Every problem, by path.
         problems: Vec<super::layout::LayoutProblem>,
     },
+    /// A universe shard whose members cannot be merged (other symbols, other kinds of data).
+    #[error("universe {shard}: {reason}")]
+    Universe {
+        /// The universe shard.
+        shard: String,
+        /// What does not fit.
+        reason: String,
+    },
     /// The dataset holds no `symbol=…` partitions.
     #[error("no `symbol=…/date=…` partitions under {url}")]
     Empty {

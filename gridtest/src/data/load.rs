@@ -40,6 +40,7 @@ use super::dataset::Dataset;
 use super::error::{DataError, Result};
 use super::layout::{self, DataObject, ListedFile};
 use super::shard::Shard;
+use super::universe::ShardStream;
 use crate::strategy::DataKind;
 
 /// Rows per Arrow batch the scan produces.
@@ -177,7 +178,16 @@ impl ShardReader {
             .collect()
     }
 
+    /// The objects of each of the shard's symbols, in the shard's symbol order.
     async fn list_objects(&self, shard: &Shard) -> Result<Vec<DataObject>> {
+        let mut objects = Vec::new();
+        for symbol in shard.symbols() {
+            objects.extend(self.list_symbol(&shard.member(symbol)).await?);
+        }
+        Ok(objects)
+    }
+
+    async fn list_symbol(&self, shard: &Shard) -> Result<Vec<DataObject>> {
         let symbol = [shard.symbol().to_owned()];
         let layout = layout::scan_symbols(&self.dataset, &symbol).await?;
         layout.check(self.dataset.url().as_str())?;
@@ -281,11 +291,24 @@ impl ShardReader {
         self.open_inspected(info).await
     }
 
-    /// Opens a checked stream over a shard already inspected.
+    /// Opens a checked stream over a shard already inspected. A universe's members are each
+    /// scanned and checked as their own shard and merged in time order.
     ///
     /// # Errors
     /// A query that cannot start.
     pub async fn open_inspected(&self, info: Arc<ShardInfo>) -> Result<ShardStream> {
+        if !info.shard.is_universe() {
+            let part = self.open_symbol(Arc::clone(&info)).await?;
+            return Ok(ShardStream::single(info, part));
+        }
+        let mut parts = Vec::with_capacity(info.shard.symbols().len());
+        for symbol in info.shard.symbols() {
+            parts.push(self.open_symbol(Arc::new(info.member(symbol))).await?);
+        }
+        Ok(ShardStream::merged(info, parts))
+    }
+
+    async fn open_symbol(&self, info: Arc<ShardInfo>) -> Result<SymbolStream> {
         let shard = info.shard.clone();
         let first_file = info.files.first().map_or("", |f| f.url.as_str()).to_owned();
         let columns: Vec<&str> = std::iter::once("ts")
@@ -301,7 +324,7 @@ impl ShardReader {
             .execute_stream()
             .await
             .map_err(|e| self.query_error(&shard, &first_file, e))?;
-        Ok(ShardStream {
+        Ok(SymbolStream {
             checker: Checker::new(Arc::clone(&info)),
             info,
             stream,
@@ -324,8 +347,8 @@ impl ShardReader {
     }
 }
 
-/// A checked stream of a shard's batches, in time order.
-pub struct ShardStream {
+/// A checked stream of one symbol's batches over a shard's dates, in time order.
+pub(crate) struct SymbolStream {
     info: Arc<ShardInfo>,
     stream: SendableRecordBatchStream,
     checker: Checker,
@@ -333,23 +356,9 @@ pub struct ShardStream {
     finished: bool,
 }
 
-impl std::fmt::Debug for ShardStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShardStream")
-            .field("shard", &self.info.shard)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ShardStream {
-    /// The shard's files.
-    #[must_use]
-    pub fn info(&self) -> &ShardInfo {
-        &self.info
-    }
-
+impl SymbolStream {
     /// The next checked batch, `None` at the end.
-    pub async fn next_batch(&mut self) -> Option<Result<FeedBatch>> {
+    pub(crate) async fn next_batch(&mut self) -> Option<Result<FeedBatch>> {
         loop {
             let Some(next) = self.stream.next().await else {
                 let (read, listed) = (self.checker.rows_checked(), self.info.n_rows());

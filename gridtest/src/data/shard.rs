@@ -1,4 +1,5 @@
-//! `Shard`: one symbol over an inclusive date range, the unit of data locality.
+//! `Shard`: one symbol (or one universe of symbols) over an inclusive date range, the unit of
+//! data locality.
 
 use std::fmt;
 
@@ -17,11 +18,18 @@ impl fmt::Display for ShardId {
 
 /// One symbol over an inclusive date range. A backtest of a shard is one continuous series:
 /// positions and indicator state carry across days.
+///
+/// A **universe** shard ([`Shard::universe`]) is several symbols over the range under one name:
+/// their events merged in time order, for strategies that trade them together
+/// ([`crate::Strategy::on_universe`]).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Shard {
     symbol: String,
     first: NaiveDate,
     last: NaiveDate,
+    /// The universe's symbols, in the order the strategy sees them (empty: a single symbol).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    members: Vec<String>,
 }
 
 impl Shard {
@@ -38,10 +46,59 @@ impl Shard {
             symbol: symbol.into(),
             first,
             last,
+            members: Vec::new(),
         }
     }
 
-    /// The symbol.
+    /// A universe shard: the symbols `members` under the name `name`, from `first` to `last`.
+    /// The strategy sees the members in this order; the id is `NAME:FIRST..LAST`.
+    ///
+    /// ```
+    /// use gridtest::data::Shard;
+    /// let d = |s: &str| s.parse().unwrap();
+    /// let s = Shard::universe("pair", ["AAA", "BBB"], d("2024-01-02"), d("2024-01-29"));
+    /// assert_eq!(s.id().to_string(), "pair:2024-01-02..2024-01-29");
+    /// assert_eq!(s.symbols(), ["AAA", "BBB"]);
+    /// assert!(s.is_universe());
+    /// ```
+    #[must_use]
+    pub fn universe<M: Into<String>>(
+        name: impl Into<String>,
+        members: impl IntoIterator<Item = M>,
+        first: NaiveDate,
+        last: NaiveDate,
+    ) -> Self {
+        Self {
+            symbol: name.into(),
+            first,
+            last,
+            members: members.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Whether this is a universe of symbols ([`Shard::universe`]).
+    #[must_use]
+    pub fn is_universe(&self) -> bool {
+        !self.members.is_empty()
+    }
+
+    /// The symbols whose data the shard reads: the universe's members, or the one symbol.
+    #[must_use]
+    pub fn symbols(&self) -> &[String] {
+        if self.members.is_empty() {
+            std::slice::from_ref(&self.symbol)
+        } else {
+            &self.members
+        }
+    }
+
+    /// The single-symbol shard of `symbol` over this shard's dates.
+    #[must_use]
+    pub fn member(&self, symbol: &str) -> Self {
+        Self::new(symbol, self.first, self.last)
+    }
+
+    /// The symbol (a universe's name).
     #[must_use]
     pub fn symbol(&self) -> &str {
         &self.symbol

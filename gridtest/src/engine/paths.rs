@@ -1,67 +1,116 @@
-//! `AnyKernel`: the targets path or the orders path, chosen at compile time by
-//! [`Strategy::ORDERS`].
+//! `AnyKernel`: the targets path, the orders path or the universe path, chosen at compile time
+//! by [`Strategy::ORDERS`] and [`Strategy::UNIVERSE`].
 
-use super::CellOutcome;
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::kernel::Kernel;
 use super::order_kernel::OrderKernel;
 use super::trace::CellTrace;
+use super::universe_kernel::UniverseKernel;
+use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
 use crate::params::ParamSet;
 use crate::strategy::Strategy;
 
-/// The kernel of strategy `S`'s path.
-pub(crate) enum AnyKernel<S: Strategy> {
-    Targets(Kernel<S>),
-    Orders(OrderKernel<S>),
+/// The kernel of strategy `S`'s path; a single-symbol strategy fed a universe's batches fails
+/// every cell, naming the mismatch.
+pub(crate) struct AnyKernel<S: Strategy> {
+    path: Path<S>,
+    sets: usize,
+    refused: Option<CellFailure>,
 }
 
-macro_rules! both {
+enum Path<S: Strategy> {
+    Targets(Kernel<S>),
+    Orders(OrderKernel<S>),
+    Universe(UniverseKernel<S>),
+}
+
+macro_rules! each {
     ($self:expr, $k:ident => $e:expr) => {
         match $self {
-            AnyKernel::Targets($k) => $e,
-            AnyKernel::Orders($k) => $e,
+            Path::Targets($k) => $e,
+            Path::Orders($k) => $e,
+            Path::Universe($k) => $e,
         }
     };
 }
 
 impl<S: Strategy> AnyKernel<S> {
     pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
-        if S::ORDERS {
-            Self::Orders(OrderKernel::new(sets, exec))
+        let path = if S::UNIVERSE {
+            Path::Universe(UniverseKernel::new(sets, exec))
+        } else if S::ORDERS {
+            Path::Orders(OrderKernel::new(sets, exec))
         } else {
-            Self::Targets(Kernel::new(sets, exec))
+            Path::Targets(Kernel::new(sets, exec))
+        };
+        Self {
+            path,
+            sets: sets.len(),
+            refused: None,
         }
     }
 
     pub(crate) fn tracing(self) -> Self {
-        match self {
-            Self::Targets(k) => Self::Targets(k.tracing()),
-            Self::Orders(k) => Self::Orders(k.tracing()),
-        }
+        let path = match self.path {
+            Path::Targets(k) => Path::Targets(k.tracing()),
+            Path::Orders(k) => Path::Orders(k.tracing()),
+            Path::Universe(k) => Path::Universe(k.tracing()),
+        };
+        Self { path, ..self }
     }
 
     pub(crate) fn recording_days(self) -> Self {
-        match self {
-            Self::Targets(k) => Self::Targets(k.recording_days()),
-            Self::Orders(k) => Self::Orders(k.recording_days()),
-        }
+        let path = match self.path {
+            Path::Targets(k) => Path::Targets(k.recording_days()),
+            Path::Orders(k) => Path::Orders(k.recording_days()),
+            Path::Universe(k) => Path::Universe(k.recording_days()),
+        };
+        Self { path, ..self }
     }
 
     pub(crate) fn take_trace(&mut self) -> CellTrace {
-        both!(self, k => k.take_trace())
+        each!(&mut self.path, k => k.take_trace())
     }
 
     pub(crate) fn feed(&mut self, batch: &FeedBatch) {
-        both!(self, k => k.feed(batch));
+        if self.refused.is_some() {
+            return;
+        }
+        if let (false, Some(members)) = (S::UNIVERSE, batch.members()) {
+            self.refused = Some(CellFailure::new(
+                FailureKind::Data,
+                format!(
+                    "the shard is a universe of {} symbols ({}) but strategy {} trades one \
+                     symbol at a time: implement on_universe to trade a universe",
+                    members.symbols.len(),
+                    members.symbols.join(", "),
+                    std::any::type_name::<S>()
+                ),
+            ));
+            return;
+        }
+        each!(&mut self.path, k => k.feed(batch));
     }
 
     pub(crate) fn finish(self, n_days: u32) -> Vec<CellOutcome> {
-        both!(self, k => k.finish(n_days))
+        if self.refused.is_some() {
+            return self.finish_recorded(n_days).0;
+        }
+        each!(self.path, k => k.finish(n_days))
     }
 
     pub(crate) fn finish_recorded(self, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
-        both!(self, k => k.finish_recorded(n_days))
+        if let Some(failure) = self.refused {
+            let cells = (0..self.sets).map(|_| Err(failure.clone())).collect();
+            let per_set = (0..self.sets).map(|_| Vec::new()).collect();
+            let days = DayReturns {
+                days: Vec::new(),
+                per_set,
+            };
+            return (cells, days);
+        }
+        each!(self.path, k => k.finish_recorded(n_days))
     }
 }

@@ -45,6 +45,10 @@ pub struct Fill {
     pub weight: f64,
     /// Equity right after the fill, fee paid.
     pub equity: f64,
+    /// The member of a universe it traded (index into [`CellTrace::symbols`]; 0 for a single
+    /// symbol).
+    #[serde(default)]
+    pub member: u32,
 }
 
 /// The fills and equity curve of one cell.
@@ -54,6 +58,9 @@ pub struct CellTrace {
     pub fills: Vec<Fill>,
     /// `(timestamp, equity)` after every event.
     pub equity: Vec<(i64, f64)>,
+    /// A universe's symbols, which [`Fill::member`] indexes (empty for a single symbol).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<String>,
     /// The closed trades (orders path only: the targets path lists fills).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trades: Vec<crate::broker::ClosedTrade>,
@@ -63,6 +70,8 @@ impl CellTrace {
     /// Replays the fills with cash and units and marks the units at `last_price`: the P&L the
     /// fills imply (equals the cell's `total_return` up to rounding).
     #[must_use]
+    ///
+    /// For a single symbol only (a universe's fills are of several prices).
     pub fn pnl_of_fills(&self, last_price: f64) -> f64 {
         let (mut cash, mut units) = (1.0, 0.0);
         for f in &self.fills {
@@ -112,5 +121,6 @@ pub(super) fn fill(
         fee: marked - after,
         weight: target,
         equity: after,
+        member: 0,
     }
 }

@@ -49,20 +49,37 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
     let location = sweep.data_location().expect("validated");
     let dataset = Dataset::try_new(location, strategy.kind)?;
     let (from, to) = sweep.date_range();
-    let data = dataset.plan(sweep.symbol_selection(), from, to).await?;
+    let data = if sweep.universes().is_empty() {
+        dataset.plan(sweep.symbol_selection(), from, to).await?
+    } else {
+        dataset.plan_universes(sweep.universes(), from, to).await?
+    };
     for ignored in &data.layout.ignored {
         tracing::warn!(object = %ignored.url, reason = %ignored.reason,
             "not data: ignored (recorded in the sweep's spec)");
     }
-    let shards = data.shards;
+    let shards: Vec<_> = if strategy.universe && sweep.universes().is_empty() {
+        // A portfolio strategy over plain symbols: each symbol is a universe of one.
+        let one = |s: crate::data::Shard| {
+            let name = s.symbol().to_owned();
+            crate::data::Shard::universe(name.clone(), [name], s.first(), s.last())
+        };
+        data.shards.into_iter().map(one).collect()
+    } else {
+        data.shards
+    };
     let n_sets = sweep.grid_ref().len();
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
         param_sets = n_sets, cells = shards.len() * n_sets, "sweep planned");
     let reader = ShardReader::try_new(&dataset)?;
     let mut listed = Vec::with_capacity(shards.len());
     for s in &shards {
-        let files = data.layout.files_between(s.symbol(), s.first(), s.last());
-        listed.push(crate::data::layout::tag_contents(&dataset, files).await?);
+        let mut objects = Vec::new();
+        for symbol in s.symbols() {
+            let files = data.layout.files_between(symbol, s.first(), s.last());
+            objects.extend(crate::data::layout::tag_contents(&dataset, files).await?);
+        }
+        listed.push(objects);
     }
     // The manifest holds every file the listing saw, also those of shards that fail below.
     let manifest: Vec<_> = listed.iter().flat_map(|l| reader.listed(l)).collect();

@@ -104,11 +104,16 @@ fn write_trades(path: &Path, cell: &TracedCell) -> csv::Result<()> {
         out.flush()?;
         return Ok(());
     }
-    out.write_record([
+    let symbols = &cell.trace.symbols;
+    let mut header = vec![
         "index", "time", "price", "units", "side", "fee", "weight", "equity",
-    ])?;
+    ];
+    if !symbols.is_empty() {
+        header.insert(2, "symbol");
+    }
+    out.write_record(header)?;
     for f in &cell.trace.fills {
-        out.write_record([
+        let mut row = vec![
             f.index.to_string(),
             time(f.ts),
             f.price.to_string(),
@@ -117,7 +122,11 @@ fn write_trades(path: &Path, cell: &TracedCell) -> csv::Result<()> {
             f.fee.to_string(),
             f.weight.to_string(),
             f.equity.to_string(),
-        ])?;
+        ];
+        if let Some(symbol) = symbols.get(f.member as usize) {
+            row.insert(2, symbol.clone());
+        }
+        out.write_record(row)?;
     }
     out.flush()?;
     Ok(())

@@ -21,6 +21,9 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
     if let Some(s) = &args.symbols {
         sweep = sweep.symbols(s.clone());
     }
+    for u in &args.universes {
+        sweep = sweep.universe(u.name.clone(), u.symbols.clone());
+    }
     if let Some(n) = args.random {
         let sampled = sweep.grid_ref().clone().sample(n, args.seed);
         sweep = sweep.grid(sampled);

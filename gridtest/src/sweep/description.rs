@@ -6,6 +6,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 use super::SweepError;
+use crate::data::Universe;
 use crate::engine::ExecModel;
 use crate::params::Grid;
 use crate::registry::{StrategyEntry, StrategyError, entry, find_strategy};
@@ -25,6 +26,10 @@ pub struct SweepDescription {
     pub data: Option<String>,
     /// Symbols (all when `None`).
     pub symbols: Option<Vec<String>>,
+    /// Universes: when any is set, each is one shard of its members (a portfolio strategy's
+    /// data) and `symbols` is not used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub universes: Vec<Universe>,
     /// First date.
     pub from: Option<NaiveDate>,
     /// Last date.
@@ -89,6 +94,7 @@ impl Sweep {
                 grid: Grid::new(),
                 data: None,
                 symbols: None,
+                universes: Vec::new(),
                 from: None,
                 to: None,
                 exec: ExecModel::default(),
@@ -140,6 +146,35 @@ impl Sweep {
     pub fn symbols<S: Into<String>>(mut self, symbols: impl IntoIterator<Item = S>) -> Self {
         self.description.symbols = Some(symbols.into_iter().map(Into::into).collect());
         self
+    }
+
+    /// Adds a universe: the symbols `members` traded together by a portfolio strategy
+    /// ([`crate::Strategy::on_universe`]), one shard named `name` over the sweep's dates.
+    /// With universes set, the sweep's shards are its universes.
+    #[must_use]
+    pub fn universe<S: Into<String>>(
+        mut self,
+        name: impl Into<String>,
+        members: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.description.universes.push(Universe {
+            name: name.into(),
+            symbols: members.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// Removes every universe (a binary's default, replaced by `--universe` flags).
+    #[must_use]
+    pub fn clear_universes(mut self) -> Self {
+        self.description.universes.clear();
+        self
+    }
+
+    /// The universes (empty: one shard per symbol).
+    #[must_use]
+    pub fn universes(&self) -> &[Universe] {
+        &self.description.universes
     }
 
     /// Restricts to dates between `from` and `to`, inclusive (`None`: open end).
@@ -232,6 +267,7 @@ impl Sweep {
         if self.description.symbols.as_ref().is_some_and(Vec::is_empty) {
             problems.push("the symbol list is empty".to_owned());
         }
+        problems.extend(self.universe_problems());
         if problems.is_empty() {
             Ok(())
         } else {
@@ -240,5 +276,35 @@ impl Sweep {
                 problems,
             })
         }
+    }
+}
+
+impl Sweep {
+    /// What is wrong with the universes for this strategy: a portfolio strategy without a
+    /// universe is fine (each symbol is a universe of one), a single-symbol strategy with one is
+    /// not; names must be unique and not symbols of the universes, members unique.
+    fn universe_problems(&self) -> Vec<String> {
+        let universes = &self.description.universes;
+        let mut problems = Vec::new();
+        if !universes.is_empty() && !self.strategy.universe {
+            problems.push(format!(
+                "universes are set but strategy `{}` trades one symbol at a time: implement \
+                 `on_universe` to trade a universe",
+                self.strategy.name
+            ));
+        }
+        if !universes.is_empty() && self.description.symbols.is_some() {
+            problems.push("set universes or symbols, not both".to_owned());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for u in universes {
+            if let Err(e) = u.check() {
+                problems.push(e);
+            }
+            if !names.insert(u.name.as_str()) {
+                problems.push(format!("universe `{}` is defined twice", u.name));
+            }
+        }
+        problems
     }
 }

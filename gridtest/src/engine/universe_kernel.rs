@@ -1,0 +1,285 @@
+//! `UniverseKernel`: K lanes of a portfolio strategy ([`Strategy::on_universe`]) over a
+//! universe's merged events.
+//!
+//! Events arrive merged in time order, each tagged with its member. Per event, every lane
+//! executes that member's pending target at the event's fill price (see [`Book`]); then the
+//! member's as-of quote is updated. When the timestamp changes, the slice that ended is closed:
+//! every lane marks its book, records the period's return and calls the strategy once with the
+//! universe as of that slice ([`Slice`]). Events are the outer loop so the quotes are shared by
+//! all lanes; per-lane state is allocated once, when the first batch says how many members
+//! there are.
+
+use std::sync::Arc;
+
+use super::book::Book;
+use super::day_returns::DayReturns;
+use super::exec_model::{Annualisation, ExecModel, ProfitFactorBasis, RatioConvention};
+use super::kernel::{build_strategy, with_daily_ratios};
+use super::raw::profit_factor;
+use super::trace::{CellTrace, Fill, Side};
+use super::{CellFailure, CellOutcome, FailureKind, panic_capture};
+use crate::data::{FeedBatch, NS_PER_DAY};
+use crate::params::ParamSet;
+use crate::strategy::{Feed, MAX_COLUMNS, Quotes, Slice, Strategy};
+
+enum Lane<S> {
+    Live {
+        strategy: S,
+        book: Option<Book>,
+        closes: Vec<f64>,
+    },
+    Failed(CellFailure),
+}
+
+/// K lanes of the portfolio strategy `S`.
+pub(crate) struct UniverseKernel<S: Strategy> {
+    lanes: Vec<Lane<S>>,
+    symbols: Arc<[String]>,
+    quotes: Quotes,
+    marks: Vec<f64>,
+    /// The timestamp of the open slice.
+    open: Option<i64>,
+    /// Slices closed so far.
+    slices: u64,
+    cost: f64,
+    max_leverage: f64,
+    annual: Annualisation,
+    daily_ratios: bool,
+    returns_pf: bool,
+    record_days: bool,
+    days: Vec<i64>,
+    trace: Option<CellTrace>,
+}
+
+impl<S: Strategy> UniverseKernel<S> {
+    pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
+        let lanes = sets
+            .iter()
+            .map(|set| match build_strategy::<S>(set) {
+                Ok((strategy, _)) => Lane::Live {
+                    strategy,
+                    book: None,
+                    closes: Vec::new(),
+                },
+                Err(failure) => Lane::Failed(failure),
+            })
+            .collect();
+        let geometric = exec.ratios == RatioConvention::Geometric;
+        Self {
+            lanes,
+            symbols: Arc::from(Vec::new()),
+            quotes: Quotes::new(0),
+            marks: Vec::new(),
+            open: None,
+            slices: 0,
+            cost: exec.cost_rate(),
+            max_leverage: exec.max_leverage,
+            annual: exec.annualisation(),
+            daily_ratios: geometric,
+            returns_pf: exec.profit_factor == ProfitFactorBasis::Returns,
+            record_days: geometric,
+            days: Vec::new(),
+            trace: None,
+        }
+    }
+
+    /// Records the first lane's fills and its equity after every slice.
+    pub(crate) fn tracing(mut self) -> Self {
+        self.trace = Some(CellTrace::default());
+        self
+    }
+
+    /// The trace recorded (empty when not tracing).
+    pub(crate) fn take_trace(&mut self) -> CellTrace {
+        self.trace.take().unwrap_or_default()
+    }
+
+    /// Records each lane's equity at the close of every day.
+    pub(crate) fn recording_days(mut self) -> Self {
+        self.record_days = true;
+        self
+    }
+
+    /// Sizes the quotes and books for the universe of the first batch (a batch without a member
+    /// column is a universe of one symbol).
+    fn size_for(&mut self, batch: &FeedBatch) {
+        if !self.marks.is_empty() {
+            return;
+        }
+        self.symbols = batch.members().map_or_else(
+            || Arc::from(vec![String::new()]),
+            |m| Arc::clone(&m.symbols),
+        );
+        let n = self.symbols.len();
+        self.quotes = Quotes::new(n);
+        self.marks = vec![0.0; n];
+        for lane in &mut self.lanes {
+            if let Lane::Live { book, .. } = lane {
+                *book = Some(Book::new(n));
+            }
+        }
+        if let Some(trace) = self.trace.as_mut() {
+            trace.symbols = self.symbols.to_vec();
+        }
+    }
+
+    pub(crate) fn feed(&mut self, batch: &FeedBatch) {
+        if batch.is_empty() {
+            return;
+        }
+        self.size_for(batch);
+        let (fill_col, mark_col) = (<S::Feed as Feed>::FILL, <S::Feed as Feed>::MARK);
+        let cols = batch.columns();
+        let members = batch.members().map(|m| &m.index);
+        for (e, &ts) in batch.ts().iter().enumerate() {
+            if self.open != Some(ts) {
+                if self.open.is_some() {
+                    self.close_slice();
+                }
+                self.open = Some(ts);
+                self.begin_slice(ts);
+            }
+            let m = members.map_or(0, |idx| idx[e] as usize);
+            let price = cols[fill_col][e];
+            for (k, lane) in self.lanes.iter_mut().enumerate() {
+                let Lane::Live {
+                    book: Some(book), ..
+                } = lane
+                else {
+                    continue;
+                };
+                let filled = book.fill(m, price, &self.marks, self.cost);
+                if let (Some(f), Some(trace), 0) = (filled, self.trace.as_mut(), k) {
+                    trace.fills.push(Fill {
+                        index: self.slices,
+                        ts,
+                        price,
+                        units: f.units.abs(),
+                        side: if f.units > 0.0 { Side::Buy } else { Side::Sell },
+                        fee: f.fee,
+                        weight: book.targets[m].clamp(-self.max_leverage, self.max_leverage),
+                        equity: f.equity,
+                        member: u32::try_from(m).unwrap_or(u32::MAX),
+                    });
+                }
+            }
+            let mut row = [0.0; MAX_COLUMNS];
+            for (v, col) in row.iter_mut().zip(cols) {
+                *v = col[e];
+            }
+            self.quotes.set(m, row, self.slices);
+            self.marks[m] = cols[mark_col][e];
+        }
+    }
+
+    /// A new slice at `ts`: day bookkeeping, and each book notes its exposure.
+    fn begin_slice(&mut self, ts: i64) {
+        let day = ts.div_euclid(NS_PER_DAY);
+        if self.days.last() != Some(&day) {
+            if self.record_days && !self.days.is_empty() {
+                for lane in &mut self.lanes {
+                    if let Lane::Live {
+                        book: Some(book),
+                        closes,
+                        ..
+                    } = lane
+                    {
+                        closes.push(book.equity());
+                    }
+                }
+            }
+            self.days.push(day);
+        }
+        for lane in &mut self.lanes {
+            if let Lane::Live {
+                book: Some(book), ..
+            } = lane
+            {
+                book.begin_slice();
+            }
+        }
+    }
+
+    /// Closes the open slice: marks every book and calls every live strategy once.
+    fn close_slice(&mut self) {
+        let ts = self.open.unwrap_or_default();
+        let (index, first) = (self.slices, self.slices == 0);
+        let intrabar = <S::Feed as Feed>::INTRABAR;
+        let now = Slice::<S::Feed>::new(&self.symbols, &self.quotes, ts, index);
+        for (k, lane) in self.lanes.iter_mut().enumerate() {
+            let Lane::Live {
+                strategy,
+                book: Some(book),
+                ..
+            } = lane
+            else {
+                continue;
+            };
+            let equity = book.end_slice(&self.marks, first, intrabar);
+            if let (Some(trace), 0) = (self.trace.as_mut(), k) {
+                trace.equity.push((ts, equity));
+            }
+            match panic_capture::catch(|| strategy.on_universe(&now, &mut book.targets)) {
+                Ok(()) => book.take_targets(index, self.max_leverage),
+                Err(msg) => {
+                    *lane = Lane::Failed(CellFailure::new(
+                        FailureKind::Panic,
+                        format!("strategy panicked at slice {index} (ts {ts}): {msg}"),
+                    ));
+                }
+            }
+        }
+        self.slices += 1;
+    }
+
+    /// One outcome per parameter set, in order.
+    pub(crate) fn finish(self, n_days: u32) -> Vec<CellOutcome> {
+        self.finish_recorded(n_days).0
+    }
+
+    /// One outcome per parameter set, and the days' returns if they were recorded.
+    pub(crate) fn finish_recorded(mut self, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
+        if self.open.is_some() {
+            self.close_slice();
+        }
+        let (slices, annual) = (self.slices, self.annual);
+        let mut per_set = Vec::new();
+        let outcomes = self
+            .lanes
+            .into_iter()
+            .map(|lane| match lane {
+                Lane::Live {
+                    book, mut closes, ..
+                } => {
+                    let book = book.unwrap_or_else(|| Book::new(0));
+                    if self.record_days {
+                        closes.push(book.equity());
+                        per_set.push(DayReturns::from_closes(&closes));
+                    }
+                    let raw = book.raw();
+                    let mut metrics = raw.finish(slices, n_days, annual);
+                    if let (true, Ok(m)) = (self.returns_pf, metrics.as_mut()) {
+                        m.profit_factor = profit_factor(raw.gross_ret.0, raw.gross_ret.1);
+                    }
+                    if self.daily_ratios {
+                        metrics.map(|m| with_daily_ratios(m, &closes, annual))
+                    } else {
+                        metrics
+                    }
+                }
+                Lane::Failed(f) => {
+                    if self.record_days {
+                        per_set.push(Vec::new());
+                    }
+                    Err(f)
+                }
+            })
+            .collect();
+        let days = if self.record_days {
+            DayReturns::dates(&self.days)
+        } else {
+            Vec::new()
+        };
+        (outcomes, DayReturns { days, per_set })
+    }
+}
