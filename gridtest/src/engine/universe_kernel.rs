@@ -22,6 +22,10 @@ use crate::data::{FeedBatch, NS_PER_DAY};
 use crate::params::ParamSet;
 use crate::strategy::{Feed, MAX_COLUMNS, Quotes, Slice, Strategy};
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "live lanes are the rule; their books stay inline in the lane vector"
+)]
 enum Lane<S> {
     Live {
         strategy: S,
