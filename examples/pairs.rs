@@ -1,7 +1,7 @@
 //! Pairs trading on a universe of two symbols: the z-score of the log spread
 //! `ln(a) − ln(b)` over `window` slices; short the spread (short `a`, long `b`) when it is above
-//! `entry`, long it below `−entry`, flat once it is back within `exit`. Each leg holds `gross/2`
-//! of equity.
+//! `entry`, long it below `−entry`, flat once it has reverted to within `exit` of the mean (or
+//! beyond it). Each leg holds `gross/2` of equity.
 
 use gridtest::prelude::*;
 
@@ -12,7 +12,7 @@ pub struct PairsParams {
     pub window: usize,
     /// |z| at which a position opens.
     pub entry: f64,
-    /// |z| within which it closes.
+    /// The z-score the spread must revert to (towards and past 0) to close.
     pub exit: f64,
     /// Gross exposure, both legs together (a fraction of equity).
     pub gross: f64,
@@ -65,7 +65,7 @@ impl Strategy for PairsZScore {
         }
         if self.side == 0.0 && z.abs() > self.entry {
             self.side = -z.signum();
-        } else if self.side != 0.0 && z.abs() < self.exit {
+        } else if self.side * z > -self.exit {
             self.side = 0.0;
         }
         targets[0] = self.side * self.leg;

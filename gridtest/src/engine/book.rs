@@ -122,6 +122,7 @@ impl Book {
             units: u1 - u0,
             fee,
             equity: after,
+            target: target + 0.0, // a target of −0.0 reads 0
         })
     }
 
@@ -210,4 +211,6 @@ pub(crate) struct Fill {
     pub(crate) fee: f64,
     /// Equity right after it.
     pub(crate) equity: f64,
+    /// The target it executed.
+    pub(crate) target: f64,
 }

@@ -161,7 +161,7 @@ impl<S: Strategy> UniverseKernel<S> {
                         units: f.units.abs(),
                         side: if f.units > 0.0 { Side::Buy } else { Side::Sell },
                         fee: f.fee,
-                        weight: book.targets[m].clamp(-self.max_leverage, self.max_leverage),
+                        weight: f.target,
                         equity: f.equity,
                         member: u32::try_from(m).unwrap_or(u32::MAX),
                     });

@@ -64,7 +64,7 @@ pub(super) async fn write(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions)
         "cell {}: {} fills, {} closed trades, total return {:+.4}% ({} the record){}",
         cell.key,
         cell.trace.fills.len(),
-        cell.trace.trades.len(),
+        cell.outcome.as_ref().map_or(0, |m| m.round_trips),
         cell.outcome.as_ref().map_or(f64::NAN, |m| m.total_return) * 100.0,
         if cell.identical {
             "identical to"
