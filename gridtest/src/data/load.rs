@@ -35,9 +35,10 @@ use datafusion::prelude::{Expr, SessionConfig, SessionContext, col, lit};
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::{ObjectMeta, ObjectStore};
 
-use super::columns::{Checker, FeedBatch, FileInfo, ShardData, ShardInfo};
+use super::columns::{Checker, FileInfo, ShardData, ShardInfo};
 use super::dataset::Dataset;
 use super::error::{DataError, Result};
+use super::feed_batch::FeedBatch;
 use super::layout::{self, DataObject, ListedFile};
 use super::shard::Shard;
 use super::universe::ShardStream;

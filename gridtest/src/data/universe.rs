@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::columns::{FeedBatch, ShardData, ShardInfo};
+use super::columns::{ShardData, ShardInfo};
 use super::error::Result;
+use super::feed_batch::FeedBatch;
 use super::load::SymbolStream;
 use super::shard::Shard;
 
@@ -249,9 +250,10 @@ impl ShardData {
     ///     vec![2, 3], vec![20.0, 21.0], vec![1.0; 2], 1)?;
     /// let pair = Shard::universe("pair", ["A", "B"], d("2024-01-02"), d("2024-01-02"));
     /// let u = ShardData::universe(pair, vec![a, b])?;
-    /// let batch = &u.batches()[0];
-    /// assert_eq!(batch.ts(), [1, 2, 3, 3]);
-    /// assert_eq!(&batch.members().unwrap().index[..], [0, 1, 0, 1]);
+    /// let ts: Vec<i64> = u.batches().iter().flat_map(|b| b.ts().to_vec()).collect();
+    /// let member: Vec<u32> =
+    ///     u.batches().iter().flat_map(|b| b.members().unwrap().index.to_vec()).collect();
+    /// assert_eq!((ts, member), (vec![1, 2, 3, 3], vec![0, 1, 0, 1]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn universe(shard: Shard, members: Vec<ShardData>) -> Result<Self> {
