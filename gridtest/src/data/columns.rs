@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::arrow::datatypes::{Float64Type, TimestampNanosecondType};
 use serde::{Deserialize, Serialize};
 
