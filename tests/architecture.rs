@@ -41,8 +41,8 @@ const LAYERS: &[&[&str]] = &[
     &["actors"],
     // Planning and executing a sweep on this node.
     &["execute"],
-    // Nodes, transport, roles, the head and the workers.
-    &["cluster"],
+    // Nodes, transport, roles, the head and the workers; their probes and metrics over HTTP.
+    &["cluster", "observe"],
     // Flags shared by the commands (clap) and their resolution.
     &["cli"],
     // The submission client.

@@ -20,7 +20,7 @@ const CELLS: usize = 3 * 80;
 const SPIN: &str = "4000";
 
 /// Cluster tests start several processes each: run them one at a time.
-fn serial() -> MutexGuard<'static, ()> {
+pub(crate) fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -1149,4 +1149,72 @@ fn a_universe_sweep_on_the_cluster_survives_a_killed_worker_and_equals_the_local
     assert_eq!((summary.cells, summary.failed), (cells, 0), "{summary:?}");
     let got = std::fs::read_to_string(c.dir.path().join("out/results.csv")).unwrap();
     assert!(got == want, "cluster results differ from the local run");
+}
+
+#[test]
+fn probes_follow_each_role_and_the_heads_metrics_follow_the_sweep() {
+    use crate::probes::{get, parse, probes_addr, sample, wait_for};
+    let _serial = serial();
+    let probes = |p: &Proc| {
+        probes_addr(&p.wait_event("its probes", Duration::from_secs(60), |e| {
+            matches!(e, StatusEvent::Probes { .. })
+        }))
+    };
+    // A worker whose head is not there: alive, not ready.
+    let lonely = Proc::spawn(
+        "lonely",
+        &[
+            "--role", "worker", "--seeds", "127.0.0.1:1", "--cookie", COOKIE, "--http",
+            "127.0.0.1:0", "--join-timeout-s", "60",
+        ]
+        .map(str::to_owned),
+    );
+    let addr = probes(&lonely);
+    assert_eq!(get(&addr, "/healthz").0, 200);
+    assert_eq!(get(&addr, "/readyz").0, 503);
+    assert_eq!(get(&addr, "/nope").0, 404);
+    lonely.signal("KILL");
+
+    let mut c = Cluster::with_head(&["--http", "127.0.0.1:0"]);
+    let head = probes(c.head());
+    wait_for(&head, "/readyz", 200);
+    c.start_worker("w1", COOKIE, &["--http", "127.0.0.1:0"]);
+    let w1 = probes(c.worker("w1"));
+    wait_for(&w1, "/readyz", 200);
+    c.start_worker("w2", COOKIE, &[]);
+    c.wait_done(CELLS / 4);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let scrape = loop {
+        let (code, text) = get(&head, "/metrics");
+        assert_eq!(code, 200);
+        let scrape = parse(&text);
+        // The fleet snapshot comes with the progress period: wait until it shows both workers.
+        let alive = sample(&scrape, "gridtest_nodes", &[("kind", "cpu"), ("state", "alive")]);
+        if alive >= 2.0 || Instant::now() > deadline {
+            break scrape;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(sample(&scrape, "gridtest_ready", &[]), 1.0);
+    assert_eq!(sample(&scrape, "gridtest_cells", &[("state", "total")]), CELLS as f64);
+    let done = sample(&scrape, "gridtest_cells", &[("state", "done")]);
+    assert!(done >= (CELLS / 4) as f64 && done <= CELLS as f64, "{done}");
+    assert_eq!(sample(&scrape, "gridtest_cells", &[("state", "failed")]), 0.0);
+    assert_eq!(
+        sample(&scrape, "gridtest_nodes", &[("kind", "cpu"), ("state", "alive")]),
+        2.0
+    );
+    assert_eq!(sample(&scrape, "gridtest_nodes", &[("kind", "gpu"), ("state", "alive")]), 0.0);
+    let w1_cells = sample(&scrape, "gridtest_node_cells", &[("node", "w1")]);
+    let w2_cells = sample(&scrape, "gridtest_node_cells", &[("node", "w2")]);
+    assert!(w1_cells + w2_cells <= done, "{w1_cells} + {w2_cells} <= {done}");
+    assert!(sample(&scrape, "gridtest_node_evaluations_per_second", &[("node", "w1")]) > 0.0);
+    assert_eq!(sample(&scrape, "gridtest_requeued_units", &[]), 0.0);
+    let units = sample(&scrape, "gridtest_units", &[("state", "pending")])
+        + sample(&scrape, "gridtest_units", &[("state", "leased")]);
+    assert!(units > 0.0, "work left mid-sweep");
+    // A worker's own page: ready, with an empty fleet.
+    let page = parse(&get(&w1, "/metrics").1);
+    assert_eq!(sample(&page, "gridtest_ready", &[]), 1.0);
+    c.finish();
 }

@@ -34,6 +34,10 @@ fn the_manifests_render_with_kustomize() {
         // The CPU pool infers head and workers from pod names, which takes --role auto.
         "name: GRIDTEST_ROLE\n          value: auto",
         "kind: PodDisruptionBudget",
+        // Probes on the --http port of every node.
+        "path: /readyz",
+        "path: /healthz",
+        "value: 0.0.0.0:9090",
     ] {
         assert!(yaml.contains(needle), "missing {needle:?} in\n{yaml}");
     }

@@ -77,6 +77,7 @@ pub mod execute;
 pub mod indicators;
 pub mod ingest;
 pub mod metrics;
+pub mod observe;
 pub mod params;
 pub mod persist;
 pub mod prelude;

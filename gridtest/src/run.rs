@@ -40,6 +40,10 @@ pub struct RunArgs {
     /// Symbols to sweep, comma-separated (default: all in the dataset).
     #[arg(long, value_delimiter = ',')]
     pub symbols: Option<Vec<String>>,
+    /// Serve `/healthz`, `/readyz` and `/metrics` (Prometheus) on this address, e.g.
+    /// `0.0.0.0:9090` (port 0: any free port, reported in the status file).
+    #[arg(long, env = "GRIDTEST_HTTP", value_name = "ADDR")]
+    pub http: Option<String>,
     /// A universe for a portfolio strategy, `NAME=SYM1,SYM2,…` (repeat for several): one shard
     /// of its members per sweep, in place of one per symbol.
     #[arg(long = "universe", value_name = "NAME=SYMBOLS")]
@@ -237,6 +241,9 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         .thread_name("gridtest-rt")
         .build()
         .map_err(|e| Error::actors("starting the async runtime", e))?;
+    if let Some(addr) = &args.http {
+        runtime.block_on(start_probes(addr, &opts, config.role))?;
+    }
     if let Some(sweep_id) = &args.replay {
         if args.trades.is_some() || args.equity.is_some() {
             runtime.block_on(cell_trace::write(sweep_id, args, &opts))?;
@@ -279,6 +286,28 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     let (results, search) = computed?;
     let report = summary::report(results, args, out_dir, search)?;
     outcome(report, args.allow_failed_cells).map(Some)
+}
+
+/// Binds `addr` and serves the probes and metrics on it for the life of the process.
+async fn start_probes(addr: &str, opts: &RunOptions, role: Role) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::Config {
+            problems: vec![format!("--http {addr}: cannot listen: {e}")],
+        })?;
+    let bound = listener.local_addr().map_or_else(|_| addr.to_owned(), |a| a.to_string());
+    let probes = crate::observe::Probes {
+        readiness: opts.status.readiness(),
+        progress: opts.progress.clone(),
+    };
+    if role == Role::Local {
+        probes.readiness.set(true);
+    }
+    tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics");
+    opts.status.emit(crate::status::StatusEvent::Probes { addr: bound });
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(crate::observe::serve(listener, probes, stop));
+    Ok(())
 }
 
 /// Runs the sweep (or, with `--halving`, the search) in this node's role.

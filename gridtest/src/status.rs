@@ -36,6 +36,11 @@ pub enum StatusEvent {
     },
     /// A head serves submitted sweeps.
     Serving,
+    /// The node serves its probes and metrics (`--http`) on this address.
+    Probes {
+        /// `IP:port` actually bound.
+        addr: String,
+    },
     /// A worker joined (or joined again) the cluster of this head.
     Joined {
         /// The head's node name.
@@ -137,10 +142,53 @@ pub struct StatusRecord {
     pub event: StatusEvent,
 }
 
-/// Where a node's status events go: a file, or nowhere (the default). Cheap to clone.
+/// Where a node's status events go: a file, or nowhere (the default), and the node's
+/// [`Readiness`], which follows them. Cheap to clone.
 #[derive(Clone, Debug, Default)]
 pub struct StatusLog {
     target: Option<Arc<(PathBuf, String)>>,
+    readiness: Readiness,
+}
+
+/// Whether a node is ready for traffic (`/readyz`), from its own status events: a head once it
+/// listens for nodes (its ledger is open by then) or serves submissions, a worker once it has
+/// joined a head (its scorers are up), until it drains; a local run is ready from its start.
+/// Cheap to clone; every clone sees the same state.
+///
+/// ```
+/// use gridtest::status::{StatusEvent, StatusLog};
+/// let log = StatusLog::default();
+/// let ready = log.readiness();
+/// assert!(!ready.is_ready());
+/// log.emit(StatusEvent::Joined { head: "head".into() });
+/// assert!(ready.is_ready());
+/// log.emit(StatusEvent::Drained { handed_back: false });
+/// assert!(!ready.is_ready());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Readiness(Arc<std::sync::atomic::AtomicBool>);
+
+impl Readiness {
+    /// Whether the node is ready.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Marks the node ready (or not).
+    pub fn set(&self, ready: bool) {
+        self.0.store(ready, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn observe(&self, event: &StatusEvent) {
+        match event {
+            StatusEvent::Listening { .. } | StatusEvent::Serving | StatusEvent::Joined { .. } => {
+                self.set(true);
+            }
+            StatusEvent::Drained { .. } => self.set(false),
+            _ => {}
+        }
+    }
 }
 
 impl StatusLog {
@@ -149,13 +197,21 @@ impl StatusLog {
     pub fn to_file(path: impl Into<PathBuf>, node: impl Into<String>) -> Self {
         Self {
             target: Some(Arc::new((path.into(), node.into()))),
+            readiness: Readiness::default(),
         }
+    }
+
+    /// The node's readiness, as its events set it.
+    #[must_use]
+    pub fn readiness(&self) -> Readiness {
+        self.readiness.clone()
     }
 
     /// The same file, written as another node.
     #[must_use]
     pub fn as_node(&self, node: &str) -> Self {
         Self {
+            readiness: self.readiness.clone(),
             target: self
                 .target
                 .as_ref()
@@ -166,6 +222,7 @@ impl StatusLog {
     /// Appends `event` as one line (one `write` call, so lines of concurrent writers do not
     /// interleave). A file that cannot be written costs a warning, never the run.
     pub fn emit(&self, event: StatusEvent) {
+        self.readiness.observe(&event);
         let Some(target) = &self.target else { return };
         let (path, node) = &**target;
         let record = StatusRecord {

@@ -13,6 +13,7 @@ mod node_stats;
 pub mod output;
 pub mod report;
 mod research_report;
+mod scaling;
 mod set_returns;
 pub mod spool;
 mod sweep_id;
@@ -37,6 +38,7 @@ pub use ledger::{
 };
 pub use node_stats::NodeStats;
 pub use research_report::{PboSummary, ResearchReport, SetEvidence, WalkForwardSummary};
+pub use scaling::{PoolLoad, PoolPolicy, ScaleDecision, Scaler};
 pub use set_returns::{ReturnsBook, SetReturns};
 pub use spool::{CellSpool, Spool, SpoolRow};
 pub use sweep_id::SweepId;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::device_telemetry::DeviceTelemetry;
 use super::ledger::WorkerId;
 use super::node_stats::NodeStats;
+use crate::progress::{DeviceSnapshot, NodeSnapshot};
 
 /// The fleet's settings.
 #[derive(Clone, Copy, Debug)]
@@ -301,3 +302,43 @@ impl Fleet {
 
 #[cfg(test)]
 mod tests;
+
+impl Fleet {
+    /// Every node as the metrics expose it, by name, and every GPU scorer's speed.
+    #[must_use]
+    pub fn snapshot(&self) -> (Vec<NodeSnapshot>, Vec<(String, f64)>) {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|(name, n)| NodeSnapshot {
+                name: name.clone(),
+                alive: n.alive,
+                draining: n.draining,
+                slow: n.stats.slow,
+                gpu: !n.telemetry.is_empty()
+                    || self.gpu_slots.keys().any(|s| s.starts_with(&format!("{name}/"))),
+                cells: n.stats.cells,
+                evaluations: n.stats.evaluations,
+                requeued: n.stats.requeued,
+                evals_per_second: n.stats.speed(),
+                devices: n
+                    .telemetry
+                    .iter()
+                    .map(|t| DeviceSnapshot {
+                        device: t.device.clone(),
+                        sm_clock_mhz: t.sm_clock_mhz,
+                        max_sm_clock_mhz: t.max_sm_clock_mhz,
+                        temperature_c: t.temperature_c,
+                        throttled: t.throttled,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let slots = self
+            .gpu_slots
+            .iter()
+            .map(|(slot, s)| (slot.clone(), s.speed()))
+            .collect();
+        (nodes, slots)
+    }
+}

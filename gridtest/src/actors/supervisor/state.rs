@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::{SupervisorOutcome, SupervisorTiming};
 use crate::actors::ledger_writer::LedgerWriterMsg;
 use crate::actors::messages::{Lease, LeaseRequest, SweepContext, UnitReport};
-use crate::progress::{ProgressFeed, SweepProgress};
+use crate::progress::{FleetSnapshot, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
 use crate::sweep::{Completion, Fleet, Gate, Ledger};
 
@@ -124,6 +124,17 @@ impl SupervisorState {
             done: ledger.recorded(),
             total: ledger.expected(),
             failed: ledger.failed(),
+        });
+        let (fleet_nodes, gpu_slots) = self.fleet.snapshot();
+        let pending = ledger.pending();
+        self.progress.publish_fleet(FleetSnapshot {
+            units_pending: pending,
+            units_leased: ledger.units_left().saturating_sub(pending),
+            requeued: stats.requeued,
+            speculative: stats.speculative,
+            duplicate_cells: stats.duplicate_cells,
+            nodes: fleet_nodes,
+            gpu_slots,
         });
         tracing::info!(
             done = ledger.recorded(),

@@ -1,0 +1,154 @@
+//! The `/metrics` page: a registry built at each scrape from the latest snapshots, encoded by
+//! `prometheus-client` in the Prometheus text format.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::progress::{FleetSnapshot, SweepProgress};
+
+type Labels = Vec<(&'static str, String)>;
+type IntFamily = Family<Labels, Gauge>;
+type FloatFamily = Family<Labels, Gauge<f64, AtomicU64>>;
+
+fn label(pairs: &[(&'static str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
+}
+
+fn int(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
+/// The metrics of a node in the Prometheus text format: whether it is ready, where its sweep
+/// stands (cells, units), and per node of the fleet its state, cells and speed, GPU scorers
+/// and device clocks (on the head; a worker's fleet is empty).
+///
+/// ```
+/// use gridtest::observe::render_metrics;
+/// use gridtest::progress::{FleetSnapshot, SweepProgress};
+/// let progress = SweepProgress { done: 3, total: 10, ..SweepProgress::default() };
+/// let text = render_metrics(true, &progress, &FleetSnapshot::default());
+/// assert!(text.contains("gridtest_cells{state=\"done\"} 3"));
+/// assert!(text.ends_with("# EOF\n"));
+/// ```
+#[must_use]
+pub fn render_metrics(ready: bool, progress: &SweepProgress, fleet: &FleetSnapshot) -> String {
+    let mut registry = Registry::with_prefix("gridtest");
+    let gauge = |registry: &mut Registry, name: &str, help: &str, value: i64| {
+        let g: Gauge = Gauge::default();
+        g.set(value);
+        registry.register(name, help, g);
+    };
+    gauge(&mut registry, "ready", "Whether the node is ready (1) or not (0)", i64::from(ready));
+    let cells = IntFamily::default();
+    for (state, n) in [
+        ("done", progress.done),
+        ("failed", progress.failed),
+        ("total", progress.total),
+    ] {
+        cells.get_or_create(&label(&[("state", state)])).set(int(n));
+    }
+    registry.register("cells", "Cells of the running sweep, by state", cells);
+    let units = IntFamily::default();
+    for (state, n) in [("pending", fleet.units_pending), ("leased", fleet.units_leased)] {
+        units.get_or_create(&label(&[("state", state)])).set(int(n));
+    }
+    registry.register("units", "Work units of the running sweep, by state", units);
+    gauge(
+        &mut registry,
+        "requeued_units",
+        "Units put back in the queue (node lost or drained) in the running sweep",
+        int(fleet.requeued),
+    );
+    gauge(
+        &mut registry,
+        "speculative_units",
+        "Speculative second leases of straggling units in the running sweep",
+        int(fleet.speculative),
+    );
+    gauge(
+        &mut registry,
+        "duplicate_cells",
+        "Cell results ignored because the cell was already final",
+        int(fleet.duplicate_cells),
+    );
+    nodes(&mut registry, fleet);
+    gauge(
+        &mut registry,
+        "gpu_slots",
+        "GPU scorers that took part in the running sweep",
+        int(fleet.gpu_slots.len()),
+    );
+    let slots = FloatFamily::default();
+    for (slot, speed) in &fleet.gpu_slots {
+        slots.get_or_create(&label(&[("slot", slot)])).set(*speed);
+    }
+    registry.register(
+        "gpu_slot_evaluations_per_second",
+        "Evaluations per second of scorer time, per GPU scorer",
+        slots,
+    );
+    let mut text = String::new();
+    encode(&mut text, &registry).expect("writing to a String cannot fail");
+    text
+}
+
+/// Per-node families: counts by kind and state, cells, speed, devices.
+fn nodes(registry: &mut Registry, fleet: &FleetSnapshot) {
+    let by_kind = IntFamily::default();
+    for kind in ["cpu", "gpu"] {
+        for state in ["alive", "lost"] {
+            let n = fleet
+                .nodes
+                .iter()
+                .filter(|n| (n.gpu == (kind == "gpu")) && (n.alive == (state == "alive")))
+                .count();
+            by_kind
+                .get_or_create(&label(&[("kind", kind), ("state", state)]))
+                .set(int(n));
+        }
+    }
+    registry.register("nodes", "Nodes that took part, by kind and state", by_kind);
+    let (cells, speed, requeued) = (
+        IntFamily::default(),
+        FloatFamily::default(),
+        IntFamily::default(),
+    );
+    let (clock, max_clock, temperature, throttled) = (
+        IntFamily::default(),
+        IntFamily::default(),
+        IntFamily::default(),
+        IntFamily::default(),
+    );
+    for n in &fleet.nodes {
+        let node = label(&[("node", &n.name)]);
+        cells.get_or_create(&node).set(int(n.cells));
+        speed.get_or_create(&node).set(n.evals_per_second);
+        requeued.get_or_create(&node).set(int(n.requeued));
+        for d in &n.devices {
+            let device = label(&[("node", &n.name), ("device", &d.device)]);
+            clock.get_or_create(&device).set(i64::from(d.sm_clock_mhz));
+            max_clock.get_or_create(&device).set(i64::from(d.max_sm_clock_mhz));
+            temperature.get_or_create(&device).set(i64::from(d.temperature_c));
+            throttled.get_or_create(&device).set(i64::from(d.throttled));
+        }
+    }
+    registry.register("node_cells", "Cells each node made final", cells);
+    registry.register(
+        "node_evaluations_per_second",
+        "Evaluations per second of scorer time, per node",
+        speed,
+    );
+    registry.register("node_requeued_units", "Units taken back from each node", requeued);
+    registry.register("gpu_sm_clock_mhz", "SM clock now, per device (NVML)", clock);
+    registry.register("gpu_max_sm_clock_mhz", "Maximum SM clock, per device (NVML)", max_clock);
+    registry.register("gpu_temperature_celsius", "Temperature, per device (NVML)", temperature);
+    registry.register(
+        "gpu_throttled",
+        "Whether the device reports a thermal or power slowdown (NVML)",
+        throttled,
+    );
+}
