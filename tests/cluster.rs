@@ -1164,8 +1164,16 @@ fn probes_follow_each_role_and_the_heads_metrics_follow_the_sweep() {
     let lonely = Proc::spawn(
         "lonely",
         &[
-            "--role", "worker", "--seeds", "127.0.0.1:1", "--cookie", COOKIE, "--http",
-            "127.0.0.1:0", "--join-timeout-s", "60",
+            "--role",
+            "worker",
+            "--seeds",
+            "127.0.0.1:1",
+            "--cookie",
+            COOKIE,
+            "--http",
+            "127.0.0.1:0",
+            "--join-timeout-s",
+            "60",
         ]
         .map(str::to_owned),
     );
@@ -1189,26 +1197,56 @@ fn probes_follow_each_role_and_the_heads_metrics_follow_the_sweep() {
         assert_eq!(code, 200);
         let scrape = parse(&text);
         // The fleet snapshot comes with the progress period: wait until it shows both workers.
-        let alive = sample(&scrape, "gridtest_nodes", &[("kind", "cpu"), ("state", "alive")]);
+        let alive = sample(
+            &scrape,
+            "gridtest_nodes",
+            &[("kind", "cpu"), ("state", "alive")],
+        );
         if alive >= 2.0 || Instant::now() > deadline {
             break scrape;
         }
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(sample(&scrape, "gridtest_ready", &[]), 1.0);
-    assert_eq!(sample(&scrape, "gridtest_cells", &[("state", "total")]), CELLS as f64);
+    assert_eq!(
+        sample(&scrape, "gridtest_cells", &[("state", "total")]),
+        CELLS as f64
+    );
     let done = sample(&scrape, "gridtest_cells", &[("state", "done")]);
     assert!(done >= (CELLS / 4) as f64 && done <= CELLS as f64, "{done}");
-    assert_eq!(sample(&scrape, "gridtest_cells", &[("state", "failed")]), 0.0);
     assert_eq!(
-        sample(&scrape, "gridtest_nodes", &[("kind", "cpu"), ("state", "alive")]),
+        sample(&scrape, "gridtest_cells", &[("state", "failed")]),
+        0.0
+    );
+    assert_eq!(
+        sample(
+            &scrape,
+            "gridtest_nodes",
+            &[("kind", "cpu"), ("state", "alive")]
+        ),
         2.0
     );
-    assert_eq!(sample(&scrape, "gridtest_nodes", &[("kind", "gpu"), ("state", "alive")]), 0.0);
+    assert_eq!(
+        sample(
+            &scrape,
+            "gridtest_nodes",
+            &[("kind", "gpu"), ("state", "alive")]
+        ),
+        0.0
+    );
     let w1_cells = sample(&scrape, "gridtest_node_cells", &[("node", "w1")]);
     let w2_cells = sample(&scrape, "gridtest_node_cells", &[("node", "w2")]);
-    assert!(w1_cells + w2_cells <= done, "{w1_cells} + {w2_cells} <= {done}");
-    assert!(sample(&scrape, "gridtest_node_evaluations_per_second", &[("node", "w1")]) > 0.0);
+    assert!(
+        w1_cells + w2_cells <= done,
+        "{w1_cells} + {w2_cells} <= {done}"
+    );
+    assert!(
+        sample(
+            &scrape,
+            "gridtest_node_evaluations_per_second",
+            &[("node", "w1")]
+        ) > 0.0
+    );
     assert_eq!(sample(&scrape, "gridtest_requeued_units", &[]), 0.0);
     let units = sample(&scrape, "gridtest_units", &[("state", "pending")])
         + sample(&scrape, "gridtest_units", &[("state", "leased")]);

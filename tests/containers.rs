@@ -16,7 +16,10 @@ const COOKIE: &str = "container-cookie";
 const CELLS: usize = 3 * 80;
 
 fn docker(args: &[&str]) -> Output {
-    Command::new("docker").args(args).output().expect("docker runs")
+    Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker runs")
 }
 
 fn docker_ok(args: &[&str]) -> String {
@@ -54,9 +57,24 @@ impl Lab {
         let data = format!("{}:/data:ro", dataset().display());
         let out = format!("{}:/out", out.display());
         let mut args = vec![
-            "run", "-d", "--name", &name, "--hostname", &pod, "--network", &self.prefix,
-            "--network-alias", &alias, "-v", &data, "-v", &out, "-e", "GRIDTEST_ROLE=auto",
-            "-e", "GRIDTEST_TEST_SPIN=4000",
+            "run",
+            "-d",
+            "--name",
+            &name,
+            "--hostname",
+            &pod,
+            "--network",
+            &self.prefix,
+            "--network-alias",
+            &alias,
+            "-v",
+            &data,
+            "-v",
+            &out,
+            "-e",
+            "GRIDTEST_ROLE=auto",
+            "-e",
+            "GRIDTEST_TEST_SPIN=4000",
         ];
         let cookie = format!("GRIDTEST_COOKIE={COOKIE}");
         args.extend(["-e", &cookie, image]);
@@ -96,7 +114,11 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
         .args([BIN, &image])
         .output()
         .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let mut lab = Lab {
         prefix: format!("gridtest-test-{}", std::process::id()),
         containers: Vec::new(),
@@ -107,7 +129,14 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
         &image,
         0,
         out.path(),
-        &["--threads", "0", "--out", "/out/results", "--status-file", "/out/status.jsonl"],
+        &[
+            "--threads",
+            "0",
+            "--out",
+            "/out/results",
+            "--status-file",
+            "/out/status.jsonl",
+        ],
     );
     for ordinal in 1..=3 {
         lab.start(&image, ordinal, out.path(), &["--threads", "1"]);
@@ -138,11 +167,16 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
     docker_ok(&["kill", &lab.containers[1]]);
     let code = docker_ok(&["wait", &lab.containers[0]]);
     let logs = docker(&["logs", &lab.containers[0]]);
-    assert_eq!(code, "0", "head:\n{}", String::from_utf8_lossy(&logs.stderr));
+    assert_eq!(
+        code,
+        "0",
+        "head:\n{}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
     let records = status::read(&status_file).unwrap();
-    let lost = records.iter().any(|r| {
-        matches!(&r.event, StatusEvent::NodeLost { node, .. } if node == "gridtest-1")
-    });
+    let lost = records
+        .iter()
+        .any(|r| matches!(&r.event, StatusEvent::NodeLost { node, .. } if node == "gridtest-1"));
     assert!(lost, "the killed worker was noticed: {records:?}");
     let got = std::fs::read_to_string(out.path().join("results/results.csv")).unwrap();
     assert!(

@@ -39,16 +39,24 @@ pub(crate) fn probes_addr(event: &StatusEvent) -> String {
 pub(crate) fn wait_for(addr: &str, path: &str, code: u16) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while get(addr, path).0 != code {
-        assert!(Instant::now() < deadline, "{addr}{path} never answered {code}");
+        assert!(
+            Instant::now() < deadline,
+            "{addr}{path} never answered {code}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
 /// The value of the sample `name` with these labels, from a parsed scrape.
-pub(crate) fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
-    let found = scrape.samples.iter().find(|s| {
-        s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
-    });
+pub(crate) fn sample(
+    scrape: &prometheus_parse::Scrape,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
+    let found = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)));
     match found.map(|s| &s.value) {
         Some(prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v)) => *v,
         other => panic!("{name}{labels:?}: {other:?} in {:?}", scrape.samples),

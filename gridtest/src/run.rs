@@ -295,7 +295,9 @@ async fn start_probes(addr: &str, opts: &RunOptions, role: Role) -> Result<()> {
         .map_err(|e| Error::Config {
             problems: vec![format!("--http {addr}: cannot listen: {e}")],
         })?;
-    let bound = listener.local_addr().map_or_else(|_| addr.to_owned(), |a| a.to_string());
+    let bound = listener
+        .local_addr()
+        .map_or_else(|_| addr.to_owned(), |a| a.to_string());
     let probes = crate::observe::Probes {
         readiness: opts.status.readiness(),
         progress: opts.progress.clone(),
@@ -304,7 +306,8 @@ async fn start_probes(addr: &str, opts: &RunOptions, role: Role) -> Result<()> {
         probes.readiness.set(true);
     }
     tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics");
-    opts.status.emit(crate::status::StatusEvent::Probes { addr: bound });
+    opts.status
+        .emit(crate::status::StatusEvent::Probes { addr: bound });
     let stop = tokio_util::sync::CancellationToken::new();
     tokio::spawn(crate::observe::serve(listener, probes, stop));
     Ok(())

@@ -42,7 +42,12 @@ pub fn render_metrics(ready: bool, progress: &SweepProgress, fleet: &FleetSnapsh
         g.set(value);
         registry.register(name, help, g);
     };
-    gauge(&mut registry, "ready", "Whether the node is ready (1) or not (0)", i64::from(ready));
+    gauge(
+        &mut registry,
+        "ready",
+        "Whether the node is ready (1) or not (0)",
+        i64::from(ready),
+    );
     let cells = IntFamily::default();
     for (state, n) in [
         ("done", progress.done),
@@ -53,7 +58,10 @@ pub fn render_metrics(ready: bool, progress: &SweepProgress, fleet: &FleetSnapsh
     }
     registry.register("cells", "Cells of the running sweep, by state", cells);
     let units = IntFamily::default();
-    for (state, n) in [("pending", fleet.units_pending), ("leased", fleet.units_leased)] {
+    for (state, n) in [
+        ("pending", fleet.units_pending),
+        ("leased", fleet.units_leased),
+    ] {
         units.get_or_create(&label(&[("state", state)])).set(int(n));
     }
     registry.register("units", "Work units of the running sweep, by state", units);
@@ -131,8 +139,12 @@ fn nodes(registry: &mut Registry, fleet: &FleetSnapshot) {
         for d in &n.devices {
             let device = label(&[("node", &n.name), ("device", &d.device)]);
             clock.get_or_create(&device).set(i64::from(d.sm_clock_mhz));
-            max_clock.get_or_create(&device).set(i64::from(d.max_sm_clock_mhz));
-            temperature.get_or_create(&device).set(i64::from(d.temperature_c));
+            max_clock
+                .get_or_create(&device)
+                .set(i64::from(d.max_sm_clock_mhz));
+            temperature
+                .get_or_create(&device)
+                .set(i64::from(d.temperature_c));
             throttled.get_or_create(&device).set(i64::from(d.throttled));
         }
     }
@@ -142,10 +154,22 @@ fn nodes(registry: &mut Registry, fleet: &FleetSnapshot) {
         "Evaluations per second of scorer time, per node",
         speed,
     );
-    registry.register("node_requeued_units", "Units taken back from each node", requeued);
+    registry.register(
+        "node_requeued_units",
+        "Units taken back from each node",
+        requeued,
+    );
     registry.register("gpu_sm_clock_mhz", "SM clock now, per device (NVML)", clock);
-    registry.register("gpu_max_sm_clock_mhz", "Maximum SM clock, per device (NVML)", max_clock);
-    registry.register("gpu_temperature_celsius", "Temperature, per device (NVML)", temperature);
+    registry.register(
+        "gpu_max_sm_clock_mhz",
+        "Maximum SM clock, per device (NVML)",
+        max_clock,
+    );
+    registry.register(
+        "gpu_temperature_celsius",
+        "Temperature, per device (NVML)",
+        temperature,
+    );
     registry.register(
         "gpu_throttled",
         "Whether the device reports a thermal or power slowdown (NVML)",

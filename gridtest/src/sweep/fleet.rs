@@ -316,7 +316,10 @@ impl Fleet {
                 draining: n.draining,
                 slow: n.stats.slow,
                 gpu: !n.telemetry.is_empty()
-                    || self.gpu_slots.keys().any(|s| s.starts_with(&format!("{name}/"))),
+                    || self
+                        .gpu_slots
+                        .keys()
+                        .any(|s| s.starts_with(&format!("{name}/"))),
                 cells: n.stats.cells,
                 evaluations: n.stats.evaluations,
                 requeued: n.stats.requeued,

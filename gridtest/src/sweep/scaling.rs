@@ -110,7 +110,10 @@ impl Scaler {
         let raw = if load.units_left == 0 || load.backlog_evals <= 0.0 {
             0
         } else {
-            let rate = load.node_rate.filter(|r| *r > 0.0).unwrap_or(p.default_rate);
+            let rate = load
+                .node_rate
+                .filter(|r| *r > 0.0)
+                .unwrap_or(p.default_rate);
             let nodes = (load.backlog_evals / (rate * p.drain_s.max(1e-9))).ceil();
             let cap = u32::try_from(load.units_left).unwrap_or(u32::MAX);
             if nodes >= f64::from(cap) {
