@@ -85,15 +85,29 @@ fn reference(
     days: u32,
     bars: bool,
 ) -> (Metrics, f64, Vec<f64>) {
+    reference_with(fill, mark, c, days, bars, |t, _, _| targets[t as usize])
+}
+
+/// [`reference`] with the target at event `t` from `policy(t, equity, position)`: the
+/// simulation's own equity and position (a signed fraction of equity) after event `t`.
+fn reference_with(
+    fill: &[f64],
+    mark: &[f64],
+    c: f64,
+    days: u32,
+    bars: bool,
+    policy: impl Fn(u64, f64, f64) -> f64,
+) -> (Metrics, f64, Vec<f64>) {
     let n = fill.len();
     let (mut cash, mut units, mut held) = (1.0f64, 0.0f64, 0.0f64);
     let mut equity = vec![1.0f64];
+    let mut decided = policy(0, 1.0, 0.0);
     let (mut trades, mut exposed) = (0u64, 0u64);
     let (mut entry, mut round_trips, mut wins, mut gross_win, mut gross_loss) =
         (1.0, 0u64, 0u64, 0.0, 0.0);
     let (mut win_ret, mut loss_ret) = (0.0f64, 0.0f64);
     for t in 1..n {
-        let target = targets[t - 1].clamp(-1.0, 1.0);
+        let target = decided.clamp(-1.0, 1.0);
         let was_exposed = units != 0.0;
         if target != held {
             let e_fill = cash + units * fill[t];
@@ -129,7 +143,9 @@ fn reference(
             trades += 1;
         }
         exposed += u64::from(was_exposed || (bars && units != 0.0));
-        equity.push(cash + units * mark[t]);
+        let e = cash + units * mark[t];
+        equity.push(e);
+        decided = policy(t as u64, e, units * mark[t] / e);
     }
     let r: Vec<f64> = equity.windows(2).map(|w| w[1] / w[0] - 1.0).collect();
     let k = r.len() as f64;
@@ -480,4 +496,100 @@ fn geometric_ratios_on_the_targets_path_come_from_each_dates_closing_equity() {
             "{set}: only the ratios change"
         );
     }
+}
+
+/// Reads its account: trades the script until its equity falls below `floor` (then flat for
+/// good), and cuts to half of equity any position that has grown beyond 0.9 of it.
+struct Guarded {
+    seed: i64,
+    floor: f64,
+    stopped: bool,
+}
+
+#[derive(Params, Clone, Debug)]
+struct GuardParams {
+    seed: i64,
+    floor: f64,
+}
+
+#[gridtest::strategy(name = "test_guarded_ticks")]
+impl Strategy for Guarded {
+    type Params = GuardParams;
+    type Feed = Ticks;
+    fn new(p: &GuardParams) -> Self {
+        Self {
+            seed: p.seed,
+            floor: p.floor,
+            stopped: false,
+        }
+    }
+    fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
+        guarded(
+            self.seed,
+            self.floor,
+            &mut self.stopped,
+            now.index(),
+            now.equity(),
+            now.position(),
+        )
+    }
+}
+
+fn guarded(seed: i64, floor: f64, stopped: &mut bool, t: u64, equity: f64, position: f64) -> f64 {
+    *stopped |= equity < floor;
+    if *stopped {
+        0.0
+    } else if position.abs() > 0.9 {
+        0.5 * position.signum()
+    } else {
+        scripted_target(seed, "fractional", t)
+    }
+}
+
+#[test]
+fn a_strategy_reads_its_equity_and_position_as_the_simulation_has_them() {
+    let n = 6000;
+    let price = random_walk(n, 23, 60.0);
+    let shard = Shard::new(
+        "A",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-02".parse().unwrap(),
+    );
+    let data = ShardData::from_ticks(
+        shard,
+        (0..n as i64).collect(),
+        price.clone(),
+        vec![1.0; n],
+        1,
+    )
+    .unwrap();
+    let sets: Vec<ParamSet> = [(1, 0.97), (2, 0.99), (3, 0.0), (4, 0.985)]
+        .iter()
+        .map(|&(seed, floor)| {
+            ParamSet::new([
+                ("seed", ParamValue::Int(seed)),
+                ("floor", ParamValue::Float(floor)),
+            ])
+        })
+        .collect();
+    let exec = ExecModel::default().with_commission_bps(2.0);
+    let cells = run_chunk::<Guarded>(&data, &sets, &exec);
+    let mut stops = 0;
+    for (set, cell) in sets.iter().zip(&cells) {
+        let (seed, floor) = match (set.get("seed"), set.get("floor")) {
+            (Some(ParamValue::Int(s)), Some(ParamValue::Float(f))) => (*s, *f),
+            _ => unreachable!(),
+        };
+        let stopped = std::cell::Cell::new(false);
+        let policy = |t, e, w| {
+            let mut s = stopped.get();
+            let target = guarded(seed, floor, &mut s, t, e, w);
+            stopped.set(s);
+            target
+        };
+        let (want, _, _) = reference_with(&price, &price, 2e-4, 1, false, policy);
+        stops += usize::from(stopped.get());
+        assert_matches(cell.as_ref().unwrap(), &want, &set.to_string());
+    }
+    assert!(stops >= 1, "a floor was hit, so the account was read");
 }

@@ -134,6 +134,9 @@ pub struct Cursor<'a, F: Feed> {
     at: usize,
     lookback: usize,
     index: u64,
+    /// The lane's equity (1 at the start) and the fraction of it held, after this event.
+    equity: f64,
+    weight: f64,
     _feed: PhantomData<F>,
 }
 
@@ -152,6 +155,8 @@ impl<'a, F: Feed> Cursor<'a, F> {
             at,
             lookback,
             index,
+            equity: 1.0,
+            weight: 0.0,
             _feed: PhantomData,
         }
     }
@@ -160,6 +165,38 @@ impl<'a, F: Feed> Cursor<'a, F> {
     pub(crate) fn set(&mut self, at: usize, index: u64) {
         self.at = at;
         self.index = index;
+    }
+
+    /// Sets the lane's account as of this event (the engine, before each call).
+    #[inline(always)]
+    pub(crate) fn set_account(&mut self, equity: f64, weight: f64) {
+        self.equity = equity;
+        self.weight = weight;
+    }
+
+    /// The account's equity after this event (its fill, then its mark), in units of the
+    /// starting equity (1.0 at the start). On the orders path, the broker's equity over its
+    /// initial cash.
+    #[inline(always)]
+    #[must_use]
+    pub fn equity(&self) -> f64 {
+        self.equity
+    }
+
+    /// The position after this event as a signed fraction of equity (the target executed,
+    /// drifted with the price since; 0.0 flat).
+    #[inline(always)]
+    #[must_use]
+    pub fn position(&self) -> f64 {
+        self.weight
+    }
+
+    /// The cash after this event, in units of the starting equity: equity less the position's
+    /// value (more than the equity when short).
+    #[inline(always)]
+    #[must_use]
+    pub fn cash(&self) -> f64 {
+        self.equity * (1.0 - self.weight)
     }
 
     /// Number of events of this shard before the current one (0 for the first).

@@ -217,6 +217,17 @@ impl Broker {
         self.equity_at(self.mark)
     }
 
+    /// The position's value as a signed fraction of equity, at the last close (0 when flat).
+    #[must_use]
+    pub fn weight(&self) -> f64 {
+        let equity = self.equity();
+        if equity == 0.0 {
+            0.0
+        } else {
+            self.position() * self.mark * self.model.multiplier / equity
+        }
+    }
+
     /// Open trades (more than one when orders the same way add to a position).
     #[must_use]
     pub fn open_trades(&self) -> usize {

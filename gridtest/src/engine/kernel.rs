@@ -422,6 +422,7 @@ fn run_traced<S: Strategy>(
         }
         trace.equity.push((ts, account.equity()));
         cursor.set(l + j, index);
+        cursor.set_account(account.equity(), account.position().0);
         let target = strategy.on_data(&cursor);
         account.set_target(target, index, max_leverage);
     }
@@ -473,6 +474,7 @@ fn run_lane<S: Strategy, const INTRABAR: bool>(
         account.step::<INTRABAR>(gf, if INTRABAR { gh } else { 1.0 }, cost);
         let index = seen + j as u64;
         cursor.set(l + j, index);
+        cursor.set_account(account.equity(), account.position().0);
         let target = strategy.on_data(&cursor);
         account.set_target(target, index, max_leverage);
     }

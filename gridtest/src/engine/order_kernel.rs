@@ -188,6 +188,7 @@ fn run_lane<S: Strategy>(
             trace.equity.push((ts, account.equity()));
         }
         cursor.set(j, index);
+        cursor.set_account(account.equity(), account.broker.weight());
         strategy.on_orders(&cursor, &mut account.broker);
     }
 }
