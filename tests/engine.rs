@@ -593,3 +593,49 @@ fn a_strategy_reads_its_equity_and_position_as_the_simulation_has_them() {
     }
     assert!(stops >= 1, "a floor was hit, so the account was read");
 }
+
+/// Reads its account from a helper the macro cannot see, without declaring `ACCOUNT`.
+struct Undeclared;
+
+fn equity_of(now: &Cursor<'_, Ticks>) -> f64 {
+    now.equity()
+}
+
+impl Strategy for Undeclared {
+    type Params = GuardParams;
+    type Feed = Ticks;
+    fn new(_: &GuardParams) -> Self {
+        Self
+    }
+    fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
+        if equity_of(now) > 0.5 { 1.0 } else { 0.0 }
+    }
+}
+
+#[test]
+fn reading_an_undeclared_account_fails_the_cell_saying_so() {
+    let shard = Shard::new(
+        "A",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-02".parse().unwrap(),
+    );
+    let data = ShardData::from_ticks(
+        shard,
+        vec![1, 2, 3],
+        vec![10.0, 11.0, 12.0],
+        vec![1.0; 3],
+        1,
+    )
+    .unwrap();
+    let set = ParamSet::new([
+        ("seed", ParamValue::Int(1)),
+        ("floor", ParamValue::Float(0.0)),
+    ]);
+    let cells = run_chunk::<Undeclared>(&data, &[set], &ExecModel::default());
+    let failure = cells[0].as_ref().unwrap_err();
+    assert_eq!(failure.kind, gridtest::engine::FailureKind::Panic);
+    assert!(
+        failure.message.contains("const ACCOUNT: bool = true"),
+        "{failure}"
+    );
+}

@@ -128,7 +128,9 @@ fn choose_path(mut item: ItemImpl) -> syn::Result<ItemImpl> {
         defines("on_orders"),
         defines("on_universe"),
     );
-    let (states_orders, states_universe) = (states("ORDERS"), states("UNIVERSE"));
+    let (states_orders, states_universe, states_account) =
+        (states("ORDERS"), states("UNIVERSE"), states("ACCOUNT"));
+    let account = !states_account && reads_account(quote::ToTokens::to_token_stream(&item));
     if !data && !orders && !universe {
         return Err(syn::Error::new(
             item.self_ty.span(),
@@ -153,7 +155,30 @@ fn choose_path(mut item: ItemImpl) -> syn::Result<ItemImpl> {
             const UNIVERSE: bool = true;
         ));
     }
+    if account {
+        item.items.push(syn::parse_quote!(
+            const ACCOUNT: bool = true;
+        ));
+    }
     Ok(item)
+}
+
+/// Whether `tokens` call a method named `equity`, `position` or `cash` (`x.equity()`): the
+/// impl reads its account through the cursor (a broker's methods of those names match too,
+/// which costs nothing: the orders path always fills the account).
+fn reads_account(tokens: proc_macro2::TokenStream) -> bool {
+    use proc_macro2::TokenTree;
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    trees.iter().enumerate().any(|(i, t)| match t {
+        TokenTree::Group(g) => reads_account(g.stream()),
+        TokenTree::Punct(p) if p.as_char() == '.' => matches!(
+            (trees.get(i + 1), trees.get(i + 2)),
+            (Some(TokenTree::Ident(name)), Some(TokenTree::Group(args)))
+                if matches!(name.to_string().as_str(), "equity" | "position" | "cash")
+                    && args.delimiter() == proc_macro2::Delimiter::Parenthesis
+        ),
+        _ => false,
+    })
 }
 
 pub(crate) fn codegen(ir: &StrategyIr) -> TokenStream {

@@ -155,8 +155,8 @@ impl<'a, F: Feed> Cursor<'a, F> {
             at,
             lookback,
             index,
-            equity: 1.0,
-            weight: 0.0,
+            equity: f64::NAN,
+            weight: f64::NAN,
             _feed: PhantomData,
         }
     }
@@ -177,26 +177,47 @@ impl<'a, F: Feed> Cursor<'a, F> {
     /// The account's equity after this event (its fill, then its mark), in units of the
     /// starting equity (1.0 at the start). On the orders path, the broker's equity over its
     /// initial cash.
+    ///
+    /// # Panics
+    /// On the targets path, if the strategy does not declare [`Strategy::ACCOUNT`] (which
+    /// `#[gridtest::strategy]` sets when the impl calls `equity`, `position` or `cash`).
     #[inline(always)]
     #[must_use]
     pub fn equity(&self) -> f64 {
-        self.equity
+        self.account().0
     }
 
     /// The position after this event as a signed fraction of equity (the target executed,
     /// drifted with the price since; 0.0 flat).
+    ///
+    /// # Panics
+    /// As [`Cursor::equity`].
     #[inline(always)]
     #[must_use]
     pub fn position(&self) -> f64 {
-        self.weight
+        self.account().1
     }
 
     /// The cash after this event, in units of the starting equity: equity less the position's
     /// value (more than the equity when short).
+    ///
+    /// # Panics
+    /// As [`Cursor::equity`].
     #[inline(always)]
     #[must_use]
     pub fn cash(&self) -> f64 {
-        self.equity * (1.0 - self.weight)
+        let (equity, weight) = self.account();
+        equity * (1.0 - weight)
+    }
+
+    #[inline(always)]
+    fn account(&self) -> (f64, f64) {
+        assert!(
+            !self.equity.is_nan(),
+            "the cursor's account is read, but the strategy does not declare \
+             `const ACCOUNT: bool = true` (the engine fills it only then)"
+        );
+        (self.equity, self.weight)
     }
 
     /// Number of events of this shard before the current one (0 for the first).
@@ -382,6 +403,14 @@ pub trait Strategy: Send + Sized + 'static {
     fn on_orders(&mut self, now: &Cursor<'_, Self::Feed>, broker: &mut Broker) {
         broker.target(self.on_data(now));
     }
+
+    /// Whether the engine gives the strategy its account on the cursor ([`Cursor::equity`],
+    /// [`Cursor::position`], [`Cursor::cash`]) on the targets path: a store per event that
+    /// strategies which do not read it should not pay. `#[gridtest::strategy]` sets it when the
+    /// impl calls a method named `equity`, `position` or `cash`; state it yourself when the
+    /// cursor is read in a helper outside the impl (reading it undeclared panics, failing the
+    /// cell with a message that says so). The orders path always fills it.
+    const ACCOUNT: bool = false;
 
     /// Whether the strategy trades a universe of symbols together ([`Strategy::on_universe`],
     /// the portfolio path). `#[gridtest::strategy]` sets it when the impl defines

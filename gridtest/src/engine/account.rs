@@ -201,11 +201,13 @@ impl Account {
     }
 
     /// Equity now (1 at the start).
+    #[inline(always)]
     pub(crate) fn equity(&self) -> f64 {
         self.equity
     }
 
     /// Fraction of equity held as of the last mark, and the last executed target.
+    #[inline(always)]
     pub(crate) fn position(&self) -> (f64, f64) {
         (self.weight, self.held)
     }

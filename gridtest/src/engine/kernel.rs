@@ -394,6 +394,9 @@ fn run_traced<S: Strategy>(
     let mut first = 0;
     if seen == 0 {
         cursor.set(l, 0);
+        if S::ACCOUNT {
+            cursor.set_account(account.equity(), account.position().0);
+        }
         let target = strategy.on_data(&cursor);
         account.set_target(target, 0, max_leverage);
         trace.equity.push((window.ts[l], account.equity()));
@@ -422,7 +425,9 @@ fn run_traced<S: Strategy>(
         }
         trace.equity.push((ts, account.equity()));
         cursor.set(l + j, index);
-        cursor.set_account(account.equity(), account.position().0);
+        if S::ACCOUNT {
+            cursor.set_account(account.equity(), account.position().0);
+        }
         let target = strategy.on_data(&cursor);
         account.set_target(target, index, max_leverage);
     }
@@ -464,6 +469,9 @@ fn run_lane<S: Strategy, const INTRABAR: bool>(
     if seen == 0 && first == 0 {
         // The shard's first event: nothing to execute yet.
         cursor.set(l, 0);
+        if S::ACCOUNT {
+            cursor.set_account(account.equity(), account.position().0);
+        }
         let target = strategy.on_data(&cursor);
         account.set_target(target, 0, max_leverage);
         first = 1;
@@ -474,7 +482,9 @@ fn run_lane<S: Strategy, const INTRABAR: bool>(
         account.step::<INTRABAR>(gf, if INTRABAR { gh } else { 1.0 }, cost);
         let index = seen + j as u64;
         cursor.set(l + j, index);
-        cursor.set_account(account.equity(), account.position().0);
+        if S::ACCOUNT {
+            cursor.set_account(account.equity(), account.position().0);
+        }
         let target = strategy.on_data(&cursor);
         account.set_target(target, index, max_leverage);
     }
