@@ -1,8 +1,10 @@
 //! The cluster as containers: an image built on this machine from the cluster tests' binary
 //! (`deploy/local-image.sh`: `FROM scratch`, no registry), a head and three workers named like
 //! StatefulSet pods on a private Docker network, finding each other by DNS name with
-//! `--role auto`; a worker `docker kill`ed mid-sweep loses nothing, and the results equal the
-//! in-process run's. Needs a Docker engine (`docker` in `GRIDTEST_REQUIRE` makes it required).
+//! `--role auto`; a worker `docker kill`ed mid-sweep (eviction), one `docker pause`d past the
+//! heartbeat (a freeze) and one `docker stop`ped (SIGTERM: drain) lose nothing, and the results
+//! equal the in-process run's. Needs a Docker engine (`docker` in `GRIDTEST_REQUIRE` makes it
+//! required).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -32,10 +34,11 @@ fn docker_ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// Containers and a network removed when the test ends, however it ends.
+/// Containers, a network and an image removed when the test ends, however it ends.
 struct Lab {
     prefix: String,
     containers: Vec<String>,
+    image: String,
 }
 
 impl Drop for Lab {
@@ -44,6 +47,7 @@ impl Drop for Lab {
             let _ = docker(&["rm", "-f", c]);
         }
         let _ = docker(&["network", "rm", &self.prefix]);
+        let _ = docker(&["rmi", "-f", &self.image]);
     }
 }
 
@@ -97,18 +101,40 @@ impl Lab {
     }
 }
 
-#[test]
-fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run() {
-    let test = "containers::a_containerised_pool_survives_a_killed_worker";
+/// The records of the head's status file so far.
+fn head_events(status_file: &Path) -> Vec<StatusEvent> {
+    status::read(status_file)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.event)
+        .collect()
+}
+
+/// Waits until the head's status file has an event matching `pred`.
+fn wait_head(lab: &Lab, status_file: &Path, what: &str, pred: impl Fn(&StatusEvent) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !head_events(status_file).iter().any(&pred) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; head:\n{}",
+            String::from_utf8_lossy(&docker(&["logs", &lab.containers[0]]).stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An image of the cluster binary and a head with three workers on a network of their own;
+/// `None` (after a visible skip) without a Docker engine.
+fn pool(test: &str, out: &Path) -> Option<(Lab, String)> {
     let required = std::env::var("GRIDTEST_REQUIRE").unwrap_or_default();
     if !docker(&["info"]).status.success() {
         gridtest_tests::skip_unless_required(&required, "docker", test, "no Docker engine")
             .unwrap();
-        return;
+        return None;
     }
-    let _serial = crate::cluster::serial();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-image.sh");
-    let image = format!("gridtest-test:{}", std::process::id());
+    let tag = format!("{}-{}", std::process::id(), test.len());
+    let image = format!("gridtest-test:{tag}");
     let built = Command::new("bash")
         .arg(&script)
         .args([BIN, &image])
@@ -120,15 +146,15 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
         String::from_utf8_lossy(&built.stderr)
     );
     let mut lab = Lab {
-        prefix: format!("gridtest-test-{}", std::process::id()),
+        prefix: format!("gridtest-test-{tag}"),
         containers: Vec::new(),
+        image: image.clone(),
     };
     docker_ok(&["network", "create", &lab.prefix]);
-    let out = tempfile::tempdir().unwrap();
     lab.start(
         &image,
         0,
-        out.path(),
+        out,
         &[
             "--threads",
             "0",
@@ -139,32 +165,18 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
         ],
     );
     for ordinal in 1..=3 {
-        lab.start(&image, ordinal, out.path(), &["--threads", "1"]);
-    }
-    // Wait for a fifth of the cells, then kill a worker as an eviction would.
-    let status_file = out.path().join("status.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let done = status::read(&status_file)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|r| match r.event {
-                StatusEvent::Progress { done, .. } => Some(done),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        if done >= CELLS / 5 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the pool made no progress; head:\n{}",
-            docker_ok(&["logs", &lab.containers[0]])
+        lab.start(
+            &image,
+            ordinal,
+            out,
+            &["--threads", "1", "--drain-grace-s", "20"],
         );
-        std::thread::sleep(Duration::from_millis(100));
     }
-    docker_ok(&["kill", &lab.containers[1]]);
+    Some((lab, image))
+}
+
+/// Waits for the head to exit 0 and checks its results against the in-process run.
+fn finish(lab: &Lab, out: &Path) {
     let code = docker_ok(&["wait", &lab.containers[0]]);
     let logs = docker(&["logs", &lab.containers[0]]);
     assert_eq!(
@@ -173,15 +185,62 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
         "head:\n{}",
         String::from_utf8_lossy(&logs.stderr)
     );
-    let records = status::read(&status_file).unwrap();
-    let lost = records
-        .iter()
-        .any(|r| matches!(&r.event, StatusEvent::NodeLost { node, .. } if node == "gridtest-1"));
-    assert!(lost, "the killed worker was noticed: {records:?}");
-    let got = std::fs::read_to_string(out.path().join("results/results.csv")).unwrap();
+    let got = std::fs::read_to_string(out.join("results/results.csv")).unwrap();
     assert!(
         got == expected_results(),
         "the pool's results differ from the in-process run"
     );
-    let _ = docker(&["rmi", "-f", &image]);
+}
+
+fn progressed(e: &StatusEvent) -> bool {
+    matches!(e, StatusEvent::Progress { done, .. } if *done >= CELLS / 5)
+}
+
+#[test]
+fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run() {
+    let _serial = crate::cluster::serial();
+    let out = tempfile::tempdir().unwrap();
+    let test = "containers::a_containerised_pool_survives_a_killed_worker";
+    let Some((lab, _)) = pool(test, out.path()) else {
+        return;
+    };
+    let status_file = out.path().join("status.jsonl");
+    wait_head(&lab, &status_file, "a fifth of the cells", progressed);
+    docker_ok(&["kill", &lab.containers[1]]);
+    finish(&lab, out.path());
+    let lost = head_events(&status_file)
+        .iter()
+        .any(|e| matches!(e, StatusEvent::NodeLost { node, .. } if node == "gridtest-1"));
+    assert!(lost, "the killed worker was noticed");
+}
+
+#[test]
+fn a_paused_worker_and_a_stopped_one_lose_nothing() {
+    let _serial = crate::cluster::serial();
+    let out = tempfile::tempdir().unwrap();
+    let test = "containers::a_paused_worker_and_a_stopped_one_lose_nothing";
+    let Some((lab, _)) = pool(test, out.path()) else {
+        return;
+    };
+    let status_file = out.path().join("status.jsonl");
+    wait_head(&lab, &status_file, "a fifth of the cells", progressed);
+    // Frozen past the heartbeat (the cgroup freezer: no signal, no RST): its leases go back.
+    docker_ok(&["pause", &lab.containers[1]]);
+    wait_head(&lab, &status_file, "gridtest-1 silent", |e| {
+        matches!(e, StatusEvent::NodeLost { node, reason, .. }
+            if node == "gridtest-1" && reason.contains("silent"))
+    });
+    docker_ok(&["unpause", &lab.containers[1]]);
+    // `docker stop`: SIGTERM, the worker drains within its grace and exits 0.
+    docker_ok(&["stop", "-t", "30", &lab.containers[2]]);
+    let code = docker_ok(&["inspect", "-f", "{{.State.ExitCode}}", &lab.containers[2]]);
+    assert_eq!(code, "0", "a drained worker exits 0");
+    finish(&lab, out.path());
+    let events = head_events(&status_file);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, StatusEvent::NodeBack { node } if node == "gridtest-1")),
+        "the paused worker came back: {events:?}"
+    );
 }
