@@ -18,6 +18,7 @@ mod book;
 mod cell;
 mod day_returns;
 mod exec_model;
+mod finish;
 mod kernel;
 mod order_account;
 mod order_kernel;

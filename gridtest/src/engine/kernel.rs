@@ -2,13 +2,12 @@
 
 use super::account::Account;
 use super::day_returns::DayReturns;
-use super::exec_model::{Annualisation, ExecModel, ProfitFactorBasis, RatioConvention};
+use super::exec_model::{ExecModel, RatioConvention};
+use super::finish::{Conventions, Outcomes};
 use super::panic_capture;
-use super::raw::profit_factor;
 use super::trace::{self, Before, CellTrace};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::{FeedBatch, NS_PER_DAY};
-use crate::metrics::{Metrics, daily_ratios};
 use crate::params::{ParamSet, Params};
 use crate::strategy::{Cursor, Feed, MAX_COLUMNS, Strategy};
 
@@ -160,11 +159,7 @@ pub(crate) struct Kernel<S: Strategy> {
     window: Window,
     cost: f64,
     max_leverage: f64,
-    annual: Annualisation,
-    /// Ratios from daily equity (the days are then recorded).
-    daily_ratios: bool,
-    /// The profit factor from round trips' returns.
-    returns_pf: bool,
+    conventions: Conventions,
     seen: u64,
     /// Return periods since the last moment tile closed.
     tile_periods: u32,
@@ -197,9 +192,7 @@ impl<S: Strategy> Kernel<S> {
             window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),
             cost: exec.cost_rate(),
             max_leverage: exec.max_leverage,
-            annual: exec.annualisation(),
-            daily_ratios: exec.ratios == RatioConvention::Geometric,
-            returns_pf: exec.profit_factor == ProfitFactorBasis::Returns,
+            conventions: Conventions::of(exec),
             seen: 0,
             tile_periods: 0,
             record_days: exec.ratios == RatioConvention::Geometric,
@@ -321,62 +314,28 @@ impl<S: Strategy> Kernel<S> {
         if self.tile_periods > 0 {
             self.close_moment_tile();
         }
-        let (seen, per_year) = (self.seen, self.annual);
+        let (seen, conventions) = (self.seen, self.conventions);
         let mut days = std::mem::take(&mut self.days);
         days.extend(self.window.day);
-        let mut per_set = Vec::new();
-        let outcomes = self
-            .lanes
-            .into_iter()
-            .map(|lane| match lane {
+        let mut outcomes = Outcomes::new(self.record_days, self.lanes.len());
+        for lane in self.lanes {
+            match lane {
                 Lane::Live {
                     account,
                     mut closes,
                     ..
                 } => {
-                    if self.record_days {
+                    if outcomes.recording() {
                         closes.push(account.equity());
-                        per_set.push(DayReturns::from_closes(&closes));
                     }
-                    let raw = account.raw();
-                    let mut metrics = raw.finish(seen, n_days, per_year);
-                    if let (true, Ok(m)) = (self.returns_pf, metrics.as_mut()) {
-                        m.profit_factor = profit_factor(raw.gross_ret.0, raw.gross_ret.1);
-                    }
-                    if self.daily_ratios {
-                        metrics.map(|m| with_daily_ratios(m, &closes, per_year))
-                    } else {
-                        metrics
-                    }
+                    let outcome = conventions.outcome(&account.raw(), &closes, seen, n_days);
+                    outcomes.push(outcome, || DayReturns::from_closes(&closes));
                 }
-                Lane::Failed(f) => {
-                    if self.record_days {
-                        per_set.push(Vec::new());
-                    }
-                    Err(f)
-                }
-            })
-            .collect();
-        let days = if self.record_days {
-            DayReturns::dates(&days)
-        } else {
-            Vec::new()
-        };
-        (outcomes, DayReturns { days, per_set })
+                Lane::Failed(f) => outcomes.failed(f),
+            }
+        }
+        outcomes.finish(&days)
     }
-}
-
-/// `m` with its Sharpe and Sortino ratios from the equity at each date's close
-/// ([`RatioConvention::Geometric`]).
-pub(super) fn with_daily_ratios(mut m: Metrics, closes: &[f64], annual: Annualisation) -> Metrics {
-    let (sharpe, sortino) = daily_ratios(
-        closes,
-        annual.trading_days_per_year(),
-        annual.risk_free_rate(),
-    );
-    m.sharpe = sharpe;
-    m.sortino = sortino;
-    m
 }
 
 /// [`run_lane`] for a traced lane, event by event: the same steps, and after each the fill

@@ -4,6 +4,7 @@
 
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
+use super::finish::Outcomes;
 use super::kernel::{Window, build_strategy, tile_end};
 use super::order_account::OrderAccount;
 use super::panic_capture;
@@ -131,33 +132,18 @@ impl<S: Strategy> OrderKernel<S> {
     pub(crate) fn finish_recorded(mut self, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
         let mut days = std::mem::take(&mut self.days);
         days.extend(self.window.day);
-        let mut per_set = Vec::new();
-        let (seen, exec, record) = (self.seen, &self.exec, self.record_days);
-        let outcomes = self
-            .lanes
-            .into_iter()
-            .map(|lane| match lane {
+        let (seen, exec) = (self.seen, &self.exec);
+        let mut outcomes = Outcomes::new(self.record_days, self.lanes.len());
+        for lane in self.lanes {
+            match lane {
                 Lane::Live { account, .. } => {
-                    let outcome = account.finish(seen, n_days, exec);
-                    if record {
-                        per_set.push(outcome.1);
-                    }
-                    outcome.0
+                    let (outcome, returns) = account.finish(seen, n_days, exec);
+                    outcomes.push(outcome, || returns);
                 }
-                Lane::Failed(f) => {
-                    if record {
-                        per_set.push(Vec::new());
-                    }
-                    Err(f)
-                }
-            })
-            .collect();
-        let days = if record {
-            DayReturns::dates(&days)
-        } else {
-            Vec::new()
-        };
-        (outcomes, DayReturns { days, per_set })
+                Lane::Failed(f) => outcomes.failed(f),
+            }
+        }
+        outcomes.finish(&days)
     }
 }
 

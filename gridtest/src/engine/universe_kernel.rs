@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use super::book::Book;
 use super::day_returns::DayReturns;
-use super::exec_model::{Annualisation, ExecModel, ProfitFactorBasis, RatioConvention};
-use super::kernel::{build_strategy, with_daily_ratios};
-use super::raw::profit_factor;
+use super::exec_model::{ExecModel, RatioConvention};
+use super::finish::{Conventions, Outcomes};
+use super::kernel::build_strategy;
 use super::trace::{CellTrace, Fill, Side};
 use super::{CellFailure, CellOutcome, FailureKind, panic_capture};
 use crate::data::{FeedBatch, NS_PER_DAY};
@@ -47,9 +47,7 @@ pub(crate) struct UniverseKernel<S: Strategy> {
     slices: u64,
     cost: f64,
     max_leverage: f64,
-    annual: Annualisation,
-    daily_ratios: bool,
-    returns_pf: bool,
+    conventions: Conventions,
     record_days: bool,
     days: Vec<i64>,
     trace: Option<CellTrace>,
@@ -68,7 +66,6 @@ impl<S: Strategy> UniverseKernel<S> {
                 Err(failure) => Lane::Failed(failure),
             })
             .collect();
-        let geometric = exec.ratios == RatioConvention::Geometric;
         Self {
             lanes,
             symbols: Arc::from(Vec::new()),
@@ -78,10 +75,8 @@ impl<S: Strategy> UniverseKernel<S> {
             slices: 0,
             cost: exec.cost_rate(),
             max_leverage: exec.max_leverage,
-            annual: exec.annualisation(),
-            daily_ratios: geometric,
-            returns_pf: exec.profit_factor == ProfitFactorBasis::Returns,
-            record_days: geometric,
+            conventions: Conventions::of(exec),
+            record_days: exec.ratios == RatioConvention::Geometric,
             days: Vec::new(),
             trace: None,
         }
@@ -246,44 +241,23 @@ impl<S: Strategy> UniverseKernel<S> {
         if self.open.is_some() {
             self.close_slice();
         }
-        let (slices, annual) = (self.slices, self.annual);
-        let mut per_set = Vec::new();
-        let outcomes = self
-            .lanes
-            .into_iter()
-            .map(|lane| match lane {
+        let (slices, conventions) = (self.slices, self.conventions);
+        let mut outcomes = Outcomes::new(self.record_days, self.lanes.len());
+        for lane in self.lanes {
+            match lane {
                 Lane::Live {
                     book, mut closes, ..
                 } => {
                     let book = book.unwrap_or_else(|| Book::new(0));
-                    if self.record_days {
+                    if outcomes.recording() {
                         closes.push(book.equity());
-                        per_set.push(DayReturns::from_closes(&closes));
                     }
-                    let raw = book.raw();
-                    let mut metrics = raw.finish(slices, n_days, annual);
-                    if let (true, Ok(m)) = (self.returns_pf, metrics.as_mut()) {
-                        m.profit_factor = profit_factor(raw.gross_ret.0, raw.gross_ret.1);
-                    }
-                    if self.daily_ratios {
-                        metrics.map(|m| with_daily_ratios(m, &closes, annual))
-                    } else {
-                        metrics
-                    }
+                    let outcome = conventions.outcome(&book.raw(), &closes, slices, n_days);
+                    outcomes.push(outcome, || DayReturns::from_closes(&closes));
                 }
-                Lane::Failed(f) => {
-                    if self.record_days {
-                        per_set.push(Vec::new());
-                    }
-                    Err(f)
-                }
-            })
-            .collect();
-        let days = if self.record_days {
-            DayReturns::dates(&self.days)
-        } else {
-            Vec::new()
-        };
-        (outcomes, DayReturns { days, per_set })
+                Lane::Failed(f) => outcomes.failed(f),
+            }
+        }
+        outcomes.finish(&self.days)
     }
 }
