@@ -12,7 +12,7 @@ use gridtest::broker::{Broker, BrokerModel, ClosedTrade, Order, Size};
 use gridtest::data::{Shard, ShardData};
 use gridtest::engine::{ProfitFactorBasis, RatioConvention, run_chunk, trace_cell};
 use gridtest::indicators::Sma;
-use gridtest::metrics::Metrics;
+use gridtest::metrics::{DrawdownSign, Metrics};
 use gridtest::prelude::*;
 use gridtest::{DataKind, ExecModel};
 use gridtest_tests::skip;
@@ -144,6 +144,7 @@ fn backtesting_py(exclusive_orders: bool) -> ExecModel {
         .with_commission_bps(20.0)
         .with_ratios(RatioConvention::Geometric)
         .with_profit_factor(ProfitFactorBasis::Returns)
+        .with_drawdown_sign(DrawdownSign::Negative)
         .with_broker(broker)
 }
 
@@ -204,7 +205,9 @@ fn assert_same_trades(run: &str, ours: &[ClosedTrade], theirs: &Value) {
     }
 }
 
-fn assert_same_stats(run: &str, m: &Metrics, s: &Value) {
+/// backtesting.py's statistics of a run against ours, drawdowns shown as `exec` shows them
+/// (backtesting.py's `Max. Drawdown [%]` is negative).
+fn assert_same_stats(run: &str, m: &Metrics, s: &Value, exec: &ExecModel) {
     close_to(
         &format!("{run}: return"),
         m.total_return,
@@ -212,7 +215,7 @@ fn assert_same_stats(run: &str, m: &Metrics, s: &Value) {
     );
     close_to(
         &format!("{run}: drawdown"),
-        m.max_drawdown,
+        exec.drawdown_sign.show(m.max_drawdown),
         float(&s["max_drawdown"]),
     );
     close_to(&format!("{run}: sharpe"), m.sharpe, float(&s["sharpe"]));
@@ -246,7 +249,7 @@ fn check_run<S: Strategy>(name: &str, data: &ShardData, exec: &ExecModel, run: &
     let m = outcome.unwrap_or_else(|e| panic!("{name} [{set}]: {e}"));
     let label = format!("{name} [{set}]");
     assert_same_trades(&label, &trace.trades, &run["trades"]);
-    assert_same_stats(&label, &m, &run["stats"]);
+    assert_same_stats(&label, &m, &run["stats"], exec);
 }
 
 #[test]
@@ -284,7 +287,7 @@ fn the_orders_path_trades_like_backtesting_py_on_goog() {
     let mut best = (f64::NEG_INFINITY, 0);
     for (i, (cell, run)) in cells.iter().zip(grid).enumerate() {
         let m = cell.as_ref().unwrap();
-        assert_same_stats(&format!("grid [{}]", sets[i]), m, &run["stats"]);
+        assert_same_stats(&format!("grid [{}]", sets[i]), m, &run["stats"], &exclusive);
         check_run::<SmaCross>("grid", &data, &exclusive, run);
         if m.total_return > best.0 {
             best = (m.total_return, i);

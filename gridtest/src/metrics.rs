@@ -16,7 +16,7 @@ pub use columns::{
     METRIC_COLUMNS, MetricColumn, MetricValue, bitwise_equal, metric_column, metrics_from,
 };
 pub use daily_ratios::daily_ratios;
-pub use drawdown::Drawdown;
+pub use drawdown::{Drawdown, DrawdownSign};
 pub use moments::Moments;
 
 /// The metrics of one cell (one parameter set on one shard).

@@ -80,7 +80,8 @@ pub async fn rebuild_report(root: &Location, sweep_id: &SweepId, out: &Path) -> 
     } else {
         None
     };
-    let leaderboard = read_board(&out.join(output::LEADERBOARD_CSV), &spec.grid)?;
+    let mut leaderboard = read_board(&out.join(output::LEADERBOARD_CSV), &spec.grid)?;
+    leaderboard.drawdown_sign = spec.exec.drawdown_sign;
     let input = ReportInput {
         title: format!("{} — sweep {sweep_id}", spec.strategy),
         grid: &spec.grid,
@@ -199,6 +200,7 @@ fn read_board(path: &Path, grid: &Grid) -> Result<Leaderboard> {
         axes: grid.axes().iter().map(|a| a.name.clone()).collect(),
         rows: rows.into_iter().map(|(_, r)| r).collect(),
         ranked,
+        drawdown_sign: crate::metrics::DrawdownSign::default(),
     })
 }
 

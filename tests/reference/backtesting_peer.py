@@ -117,7 +117,7 @@ def run(bt, **params):
         ],
         "stats": {
             "return": bits(stats["Return [%]"] / 100),
-            "max_drawdown": bits(-stats["Max. Drawdown [%]"] / 100),
+            "max_drawdown": bits(stats["Max. Drawdown [%]"] / 100),
             "sharpe": bits(stats["Sharpe Ratio"]),
             "sortino": bits(stats["Sortino Ratio"]),
             "win_rate": bits(stats["Win Rate [%]"] / 100),

@@ -1,6 +1,7 @@
 //! `ExecArgs`: the flags of the metric conventions and of the orders path's broker.
 
 use crate::engine::{ExecModel, ProfitFactorBasis, RatioConvention};
+use crate::metrics::DrawdownSign;
 
 /// Metric conventions and the orders path's cash, lots and fees (`docs/execution-model.md`).
 /// Each flag overrides the sweep's execution model, and is recorded in the spec with it.
@@ -17,6 +18,10 @@ pub struct ExecArgs {
     /// backtesting.py).
     #[arg(long, env = "GRIDTEST_PROFIT_FACTOR", value_parser = parse_profit_factor)]
     pub profit_factor: Option<ProfitFactorBasis>,
+    /// Drawdowns in the printed leaderboard and the report: positive (the default, as stored
+    /// in every file) or negative (as backtesting.py shows them).
+    #[arg(long, env = "GRIDTEST_DRAWDOWN_SIGN")]
+    pub drawdown_sign: Option<DrawdownSign>,
     /// Orders path: cash at the start of each shard (default 100000).
     #[arg(long, env = "GRIDTEST_INITIAL_CASH")]
     pub initial_cash: Option<f64>,
@@ -70,6 +75,9 @@ impl ExecArgs {
         }
         if let Some(p) = self.profit_factor {
             exec.profit_factor = p;
+        }
+        if let Some(d) = self.drawdown_sign {
+            exec.drawdown_sign = d;
         }
         let b = &mut exec.broker;
         let fields = [

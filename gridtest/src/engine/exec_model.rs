@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::broker::BrokerModel;
+use crate::metrics::DrawdownSign;
 
 /// Version of the execution semantics below; part of every sweep spec. Bump it when the
 /// arithmetic of fills, costs or metrics changes.
@@ -48,6 +49,9 @@ pub struct ExecModel {
     /// Whether the profit factor sums trades' P&L or their returns.
     #[serde(default, skip_serializing_if = "is_default")]
     pub profit_factor: ProfitFactorBasis,
+    /// How the printed leaderboard and the report show drawdowns (stored positive everywhere).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub drawdown_sign: DrawdownSign,
     /// Cash, lots and fees of the orders path (strategies with `on_orders`).
     #[serde(default, skip_serializing_if = "BrokerModel::is_default")]
     pub broker: BrokerModel,
@@ -141,6 +145,7 @@ impl Default for ExecModel {
             risk_free_rate: 0.0,
             ratios: RatioConvention::Arithmetic,
             profit_factor: ProfitFactorBasis::Pnl,
+            drawdown_sign: DrawdownSign::Positive,
             broker: BrokerModel::default(),
         }
     }
@@ -194,6 +199,13 @@ impl ExecModel {
     #[must_use]
     pub fn with_ratios(mut self, ratios: RatioConvention) -> Self {
         self.ratios = ratios;
+        self
+    }
+
+    /// Sets how the printed leaderboard and the report show drawdowns.
+    #[must_use]
+    pub fn with_drawdown_sign(mut self, sign: DrawdownSign) -> Self {
+        self.drawdown_sign = sign;
         self
     }
 

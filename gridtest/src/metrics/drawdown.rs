@@ -66,3 +66,47 @@ impl Drawdown {
         self.max.max(last)
     }
 }
+
+/// How drawdowns are shown to a reader: gridtest computes and stores them as positive fractions
+/// (`0.12` for a 12 % fall from the peak), which every file, ranking and aggregate keeps; the
+/// printed leaderboard and the HTML report may show them negated, as backtesting.py and most
+/// charting tools do (`−12 %`).
+///
+/// ```
+/// use gridtest::metrics::DrawdownSign;
+/// assert_eq!(DrawdownSign::Positive.show(0.12), 0.12);
+/// assert_eq!(DrawdownSign::Negative.show(0.12), -0.12);
+/// assert_eq!("negative".parse::<DrawdownSign>(), Ok(DrawdownSign::Negative));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DrawdownSign {
+    /// `0.12` for a 12 % fall (the default).
+    #[default]
+    Positive,
+    /// `−0.12` for a 12 % fall.
+    Negative,
+}
+
+impl DrawdownSign {
+    /// A drawdown, stored as a positive fraction, as it is shown.
+    #[must_use]
+    pub fn show(self, drawdown: f64) -> f64 {
+        match self {
+            Self::Positive => drawdown,
+            Self::Negative => -drawdown,
+        }
+    }
+}
+
+impl std::str::FromStr for DrawdownSign {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "positive" => Ok(Self::Positive),
+            "negative" => Ok(Self::Negative),
+            _ => Err(format!("`{s}`: expected positive or negative")),
+        }
+    }
+}

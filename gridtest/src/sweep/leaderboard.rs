@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 
-use crate::metrics::{Metrics, RankMetric};
+use crate::metrics::{DrawdownSign, Metrics, RankMetric};
 use crate::params::{ParamSet, ParamSetId};
 
 /// One parameter set's figures across the shards of a sweep.
@@ -98,6 +98,8 @@ pub struct Leaderboard {
     pub rows: Vec<LeaderRow>,
     /// Parameter sets ranked in all.
     pub ranked: usize,
+    /// How [`Leaderboard::table`] and the report show drawdowns (rows hold them positive).
+    pub drawdown_sign: DrawdownSign,
 }
 
 /// Rows a [`Leaderboard`] holds in memory.
@@ -256,6 +258,7 @@ impl BestRows {
             axes,
             rows: self.rows,
             ranked: self.seen,
+            drawdown_sign: DrawdownSign::default(),
         }
     }
 }
@@ -307,7 +310,10 @@ impl Leaderboard {
                     row.dsr
                         .map_or_else(|| "-".to_owned(), |d| format!("{d:.3}")),
                 ),
-                Cell::new(format!("{:.2}%", row.max_drawdown * 100.0)),
+                Cell::new(format!(
+                    "{:.2}%",
+                    self.drawdown_sign.show(row.max_drawdown) * 100.0
+                )),
                 Cell::new(row.closed_trades),
                 Cell::new(format!("{:.1}%", row.win_rate * 100.0)),
                 Cell::new(if row.failed > 0 {
@@ -406,5 +412,51 @@ impl<W: std::io::Write> LeaderCsv<W> {
     pub fn finish(mut self) -> csv::Result<()> {
         self.out.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(drawdown: f64, sign: DrawdownSign) -> Leaderboard {
+        let mut tally = SetTally::default();
+        let metrics = Metrics {
+            max_drawdown: drawdown,
+            ..Metrics::default()
+        };
+        tally.add(Some(&metrics), RankMetric::Sharpe);
+        let params = ParamSet::new([("n", crate::params::ParamValue::Int(3))]);
+        let id = params.id();
+        let mut row = tally.row(params, id);
+        row.rank = 1;
+        Leaderboard {
+            metric: RankMetric::Sharpe,
+            axes: vec!["n".into()],
+            rows: vec![row],
+            ranked: 1,
+            drawdown_sign: sign,
+        }
+    }
+
+    /// The "max dd" column of the printed table's first row.
+    fn shown(board: &Leaderboard) -> String {
+        let table = board.table(1);
+        let at = table
+            .header()
+            .unwrap()
+            .cell_iter()
+            .position(|c| c.content() == "max dd")
+            .unwrap();
+        table.row(0).unwrap().cell_iter().nth(at).unwrap().content()
+    }
+
+    #[test]
+    fn the_table_shows_drawdowns_with_the_sign_asked_and_the_rows_keep_them_positive() {
+        assert_eq!(shown(&board(0.125, DrawdownSign::Positive)), "12.50%");
+        let negative = board(0.125, DrawdownSign::Negative);
+        assert_eq!(shown(&negative), "-12.50%");
+        assert_eq!(negative.rows[0].max_drawdown, 0.125);
+        assert_eq!(negative.rows[0].worst_drawdown, 0.125);
     }
 }

@@ -32,7 +32,7 @@ use super::leaderboard::{BestRows, LEADERBOARD_ROWS, Leaderboard, SetTally};
 use super::spool::{Spool, SpoolRow, decode};
 use crate::data::Shard;
 use crate::engine::CellFailure;
-use crate::metrics::RankMetric;
+use crate::metrics::{DrawdownSign, RankMetric};
 use crate::params::{Grid, ParamSet, ParamSetId, SetExpander};
 use crate::storage::Location;
 
@@ -191,6 +191,7 @@ async fn conclude(
             axes,
             rows: top,
             ranked: usize::try_from(board.rows).unwrap_or(usize::MAX),
+            drawdown_sign: DrawdownSign::default(),
         }
     } else {
         best.into_leaderboard(axes)
@@ -247,6 +248,7 @@ impl Pass {
                     axes: axes.clone(),
                     rows: Vec::new(),
                     ranked: 0,
+                    drawdown_sign: DrawdownSign::default(),
                 },
                 cells: 0,
                 failed: 0,

@@ -216,7 +216,7 @@ fn board_rows(board: &Leaderboard, axes: &[String]) -> Vec<BoardRow> {
             sharpe: r.sharpe,
             dsr: r.dsr,
             total_return: r.total_return,
-            max_drawdown: r.max_drawdown,
+            max_drawdown: board.drawdown_sign.show(r.max_drawdown),
             closed_trades: r.closed_trades,
             shards: r.shards,
         })
