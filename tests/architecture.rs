@@ -42,7 +42,7 @@ const LAYERS: &[&[&str]] = &[
     // Planning and executing a sweep on this node.
     &["execute"],
     // Nodes, transport, roles, the head and the workers; their probes and metrics over HTTP.
-    &["cluster", "observe"],
+    &["cluster", "observe", "autoscale"],
     // Flags shared by the commands (clap) and their resolution.
     &["cli"],
     // The submission client.

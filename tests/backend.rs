@@ -259,3 +259,28 @@ fn strategies_without_device_code_stay_off_backend_slots() {
         "no unit went to the slot"
     );
 }
+
+/// `--require-gpu`: a node offered no backend slot refuses to run, saying why, and one offered
+/// a slot runs as usual.
+#[test]
+fn a_node_that_requires_a_gpu_refuses_to_run_without_a_slot() {
+    let sweep = smoke_sma();
+    let required = |code| {
+        let mut opts = with_slot_coded(code);
+        opts.backends.as_mut().unwrap().require_gpu = true;
+        opts
+    };
+    match run_with(&sweep, &required(0)) {
+        Err(gridtest::Error::Config { problems }) => {
+            assert_eq!(problems.len(), 1);
+            assert!(problems[0].contains("--require-gpu"), "{problems:?}");
+            assert!(problems[0].contains("no usable GPU"), "{problems:?}");
+        }
+        other => panic!("expected a refusal, got {:?}", other.map(|r| r.recorded())),
+    }
+    let results = run_with(&sweep, &required(7)).unwrap();
+    assert_eq!(
+        results.recorded(),
+        results.n_sets() * results.shards().len()
+    );
+}

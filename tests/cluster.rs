@@ -1251,8 +1251,67 @@ fn probes_follow_each_role_and_the_heads_metrics_follow_the_sweep() {
     let units = sample(&scrape, "gridtest_units", &[("state", "pending")])
         + sample(&scrape, "gridtest_units", &[("state", "leased")]);
     assert!(units > 0.0, "work left mid-sweep");
+    // The ledger's flushes to the results root (every half heartbeat) are counted and timed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let page = parse(&get(&head, "/metrics").1);
+        if sample(&page, "gridtest_ledger_flushes", &[("outcome", "ok")]) >= 1.0 {
+            let slowest = sample(&page, "gridtest_ledger_flush_seconds", &[("stat", "max")]);
+            assert!(slowest > 0.0 && slowest < 30.0, "{slowest}");
+            let failed = sample(&page, "gridtest_ledger_flushes", &[("outcome", "failed")]);
+            assert_eq!(failed, 0.0);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no ledger flush counted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // A worker's own page: ready, with an empty fleet.
     let page = parse(&get(&w1, "/metrics").1);
     assert_eq!(sample(&page, "gridtest_ready", &[]), 1.0);
     c.finish();
+}
+
+/// The head's autoscaler end to end (`--autoscale kube`): while its sweep has work it grows the
+/// CPU pool through the scale subresource of a stand-in API server that checks every request
+/// against the Kubernetes API and schema, and as the one-shot head exits it leaves the pool at
+/// its minimum; the results equal the in-process run.
+#[test]
+fn the_head_grows_its_pool_through_the_scale_subresource_and_leaves_it_at_its_minimum() {
+    use crate::autoscale::{KubeApi, NAMESPACE, TOKEN};
+    let _serial = serial();
+    let Some(api) = KubeApi::start(
+        "cluster::the_head_grows_its_pool_through_the_scale_subresource_and_leaves_it_at_its_minimum",
+        &["gridtest-cpu=0"],
+    ) else {
+        return;
+    };
+    let args = [
+        "--autoscale",
+        "kube",
+        "--kube-api",
+        &api.url,
+        "--kube-token",
+        TOKEN,
+        "--kube-namespace",
+        NAMESPACE,
+        "--pool",
+        "gridtest-cpu=cpu:0..3",
+        "--scale-period-ms",
+        "100",
+    ];
+    let mut c = Cluster::with_head(&args);
+    c.start_worker("gridtest-cpu-0", COOKIE, &[]);
+    c.finish();
+    let patched = api.patched();
+    assert!(
+        patched.first().is_some_and(|n| (1..=3).contains(n)),
+        "the pool grew within its bounds while the sweep had work: {patched:?}"
+    );
+    assert_eq!(patched.last(), Some(&0), "left at its minimum: {patched:?}");
+    let reads = api
+        .requests()
+        .iter()
+        .filter(|r| r["method"] == "GET")
+        .count();
+    assert!(reads >= 1, "the head read the pool's size");
 }

@@ -2,8 +2,9 @@
 //! (`deploy/local-image.sh`: `FROM scratch`, no registry), a head and three workers named like
 //! StatefulSet pods on a private Docker network, finding each other by DNS name with
 //! `--role auto`; a worker `docker kill`ed mid-sweep (eviction), one `docker pause`d past the
-//! heartbeat (a freeze) and one `docker stop`ped (SIGTERM: drain) lose nothing, and the results
-//! equal the in-process run's. Needs a Docker engine (`docker` in `GRIDTEST_REQUIRE` makes it
+//! heartbeat (a freeze), one `docker stop`ped (SIGTERM: drain), one cut off the network (a true
+//! partition: no RST) and reconnected, and the head killed and restarted on the same volume lose
+//! nothing, and the results equal the in-process run's. Needs a Docker engine (`docker` in `GRIDTEST_REQUIRE` makes it
 //! required).
 
 use std::path::Path;
@@ -125,7 +126,7 @@ fn wait_head(lab: &Lab, status_file: &Path, what: &str, pred: impl Fn(&StatusEve
 
 /// An image of the cluster binary and a head with three workers on a network of their own;
 /// `None` (after a visible skip) without a Docker engine.
-fn pool(test: &str, out: &Path) -> Option<(Lab, String)> {
+fn pool(test: &str, out: &Path, head_extra: &[&str]) -> Option<(Lab, String)> {
     let required = std::env::var("GRIDTEST_REQUIRE").unwrap_or_default();
     if !docker(&["info"]).status.success() {
         gridtest_tests::skip_unless_required(&required, "docker", test, "no Docker engine")
@@ -151,19 +152,16 @@ fn pool(test: &str, out: &Path) -> Option<(Lab, String)> {
         image: image.clone(),
     };
     docker_ok(&["network", "create", &lab.prefix]);
-    lab.start(
-        &image,
-        0,
-        out,
-        &[
-            "--threads",
-            "0",
-            "--out",
-            "/out/results",
-            "--status-file",
-            "/out/status.jsonl",
-        ],
-    );
+    let mut head = vec![
+        "--threads",
+        "0",
+        "--out",
+        "/out/results",
+        "--status-file",
+        "/out/status.jsonl",
+    ];
+    head.extend(head_extra);
+    lab.start(&image, 0, out, &head);
     for ordinal in 1..=3 {
         lab.start(
             &image,
@@ -201,7 +199,7 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
     let _serial = crate::cluster::serial();
     let out = tempfile::tempdir().unwrap();
     let test = "containers::a_containerised_pool_survives_a_killed_worker";
-    let Some((lab, _)) = pool(test, out.path()) else {
+    let Some((lab, _)) = pool(test, out.path(), &[]) else {
         return;
     };
     let status_file = out.path().join("status.jsonl");
@@ -219,7 +217,7 @@ fn a_paused_worker_and_a_stopped_one_lose_nothing() {
     let _serial = crate::cluster::serial();
     let out = tempfile::tempdir().unwrap();
     let test = "containers::a_paused_worker_and_a_stopped_one_lose_nothing";
-    let Some((lab, _)) = pool(test, out.path()) else {
+    let Some((lab, _)) = pool(test, out.path(), &[]) else {
         return;
     };
     let status_file = out.path().join("status.jsonl");
@@ -242,5 +240,57 @@ fn a_paused_worker_and_a_stopped_one_lose_nothing() {
             .iter()
             .any(|e| matches!(e, StatusEvent::NodeBack { node } if node == "gridtest-1")),
         "the paused worker came back: {events:?}"
+    );
+}
+
+#[test]
+fn a_partitioned_worker_and_a_head_restarted_on_its_volume_lose_nothing() {
+    let _serial = crate::cluster::serial();
+    let out = tempfile::tempdir().unwrap();
+    let test = "containers::a_partitioned_worker_and_a_head_restarted_on_its_volume_lose_nothing";
+    let Some((lab, _)) = pool(test, out.path(), &["--results", "/out/root"]) else {
+        return;
+    };
+    let status_file = out.path().join("status.jsonl");
+    wait_head(&lab, &status_file, "a fifth of the cells", progressed);
+    // A true partition: the worker's interface is gone, its packets vanish (no RST, no FIN);
+    // the head notices the silence and takes its leases back.
+    let network = lab.prefix.clone();
+    docker_ok(&["network", "disconnect", &network, &lab.containers[1]]);
+    wait_head(&lab, &status_file, "gridtest-1 silent", |e| {
+        matches!(e, StatusEvent::NodeLost { node, reason, .. }
+            if node == "gridtest-1" && reason.contains("silent"))
+    });
+    docker_ok(&[
+        "network",
+        "connect",
+        "--alias",
+        "gridtest-1.gridtest",
+        &network,
+        &lab.containers[1],
+    ]);
+    // The head is killed once its ledger on the volume holds a good part of the cells, and
+    // restarted as the same container (same volume, same arguments, a new address that the
+    // workers find again by name).
+    let root = out.path().join("root");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let persisted = loop {
+        let n = gridtest_tests::ledger_cells(&root);
+        if n >= CELLS * 2 / 5 {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ledger never reached 2/5 of the cells"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    docker_ok(&["kill", &lab.containers[0]]);
+    docker_ok(&["start", &lab.containers[0]]);
+    finish(&lab, out.path());
+    let summary = gridtest_tests::finished_sweep(&status_file);
+    assert!(
+        summary.resumed >= persisted && summary.resumed + summary.computed == CELLS,
+        "{persisted} persisted before the kill: {summary:?}"
     );
 }

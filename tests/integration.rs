@@ -1,6 +1,7 @@
 //! gridtest's integration tests: one binary, a module per area.
 
 mod architecture;
+mod autoscale;
 mod backend;
 mod backtesting_py;
 mod cluster;

@@ -24,6 +24,7 @@ pub mod wire;
 pub use crate::sweep::NodeStats;
 pub use backend::{
     BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend, backend_slots,
+    required_backend_slots,
 };
 pub use ledger_writer::{LedgerWriter, LedgerWriterMsg, LedgerWriterState};
 pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};

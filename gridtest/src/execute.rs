@@ -12,7 +12,6 @@ mod units;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use futures::future::join_all;
 use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::actors::messages::{SupervisorMsg, SweepContext};
 use crate::actors::{
     BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
-    Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming, backend_slots,
+    Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming, required_backend_slots,
 };
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
@@ -147,7 +146,7 @@ pub(crate) async fn execute(
     let results = match loader {
         Ok((loader, loader_task)) => {
             if setup.scorers > 0 {
-                prefetch(&loader, &plan, opts.cache_bytes).await;
+                plan::prefetch(&loader, &plan, opts.cache_bytes).await;
             }
             let results = compute(plan, opts, &setup, &loader).await;
             loader.stop(None);
@@ -178,6 +177,7 @@ async fn compute(
         setup.scorers.max(1)
     };
     let planned = units::plan_units(&plan, done, opts.unit_evals, parallelism)?;
+    opts.progress.publish_plan(planned.snapshot(&plan));
     let load = plan.started.elapsed();
     tracing::info!(
         units = planned.units.len(),
@@ -289,6 +289,8 @@ async fn finish(
         ms = started.elapsed().as_millis() as u64,
         "outputs rendered"
     );
+    let mut rendered = rendered;
+    rendered.leaderboard.drawdown_sign = plan.spec.exec.drawdown_sign;
     let trades = research::trace_best(&plan, &rendered.leaderboard, opts.cache_bytes).await;
     let sweep_id = plan.spec.id();
     let mut results = SweepResults::new(ResultParts {
@@ -323,32 +325,6 @@ async fn finish(
     Ok(results)
 }
 
-/// Loads what fits the cache before compute starts, so load and compute are timed apart.
-async fn prefetch(loader: &ActorRef<ShardLoaderMsg>, plan: &Plan, budget: u64) {
-    let mut budget = budget;
-    let mut prefetch = Vec::new();
-    for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
-        if let Ok(info) = info
-            && info.bytes_in_memory() <= budget
-        {
-            budget -= info.bytes_in_memory();
-            prefetch.push(shard.clone());
-        }
-    }
-    join_all(prefetch.into_iter().map(|shard| {
-        let (loader, dataset) = (loader.clone(), plan.dataset.clone());
-        async move {
-            loader
-                .call(
-                    |r| ShardLoaderMsg::Get(dataset, shard, r),
-                    Some(crate::actors::LOAD_TIMEOUT),
-                )
-                .await
-        }
-    }))
-    .await;
-}
-
 /// Opens the persisted ledger (writing the spec), if the run has a results root: the log to
 /// append to and the cells of this sweep already final.
 async fn open_ledger(
@@ -376,7 +352,10 @@ async fn run_actors(
     opts: &RunOptions,
     setup: &NodeSetup,
 ) -> Result<SupervisorOutcome> {
-    let backends = opts.backends.as_ref().map_or_else(Vec::new, backend_slots);
+    let backends =
+        required_backend_slots(opts.backends.as_ref()).map_err(|problem| crate::Error::Config {
+            problems: vec![problem],
+        })?;
     let returns = research::book_for(plan, opts, !backends.is_empty())?;
     let (done_tx, done_rx) = oneshot::channel();
     let context = SweepContext {

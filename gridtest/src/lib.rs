@@ -67,6 +67,7 @@
 extern crate self as gridtest;
 
 pub mod actors;
+pub mod autoscale;
 pub mod broker;
 pub mod cli;
 pub mod cluster;

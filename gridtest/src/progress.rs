@@ -11,6 +11,7 @@
 //! ```
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::watch;
 
@@ -89,11 +90,86 @@ pub struct DeviceSnapshot {
     pub throttled: bool,
 }
 
+/// What the running sweep's plan says about its work, published once it is planned: what the
+/// head's autoscaler needs to turn cells left into evaluations left.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PlanSnapshot {
+    /// Mean tick-parameter evaluations of a cell still to compute (events of its shard).
+    pub evals_per_cell: f64,
+    /// Whether GPU scorers can run the sweep's units (its strategy has device code).
+    pub gpu_eligible: bool,
+}
+
+/// A worker pool as the head's autoscaler left it at its latest step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PoolSnapshot {
+    /// The pool (its StatefulSet).
+    pub pool: String,
+    /// Replicas it has.
+    pub current: u32,
+    /// Replicas the work calls for now (the signal for KEDA or an HPA).
+    pub desired: u32,
+}
+
+/// The head's ledger flushes so far (each writes the cells made final since the previous one to
+/// the results root): how many, how many failed (and were retried), and how long they took.
+#[derive(Debug, Default)]
+pub struct LedgerFlushes {
+    ok: AtomicU64,
+    failed: AtomicU64,
+    last_us: AtomicU64,
+    max_us: AtomicU64,
+    total_us: AtomicU64,
+}
+
+/// A reading of [`LedgerFlushes`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LedgerFlushReading {
+    /// Flushes that wrote their segment.
+    pub ok: u64,
+    /// Flushes that failed (retried at the next period).
+    pub failed: u64,
+    /// Seconds the latest flush took.
+    pub last_s: f64,
+    /// Seconds the slowest flush took.
+    pub max_s: f64,
+    /// Seconds all flushes took together.
+    pub total_s: f64,
+}
+
+impl LedgerFlushes {
+    /// Counts a flush that took `took`.
+    pub fn record(&self, took: std::time::Duration, ok: bool) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let counter = if ok { &self.ok } else { &self.failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.last_us.store(us, Ordering::Relaxed);
+        self.max_us.fetch_max(us, Ordering::Relaxed);
+        self.total_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// The counts and times so far.
+    #[must_use]
+    pub fn reading(&self) -> LedgerFlushReading {
+        let s = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
+        LedgerFlushReading {
+            ok: self.ok.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            last_s: s(&self.last_us),
+            max_s: s(&self.max_us),
+            total_s: s(&self.total_us),
+        }
+    }
+}
+
 /// The publishing end, cheap to clone; readers [`subscribe`](Self::subscribe).
 #[derive(Clone, Debug)]
 pub struct ProgressFeed {
     progress: Arc<watch::Sender<SweepProgress>>,
     fleet: Arc<watch::Sender<Arc<FleetSnapshot>>>,
+    plan: Arc<watch::Sender<PlanSnapshot>>,
+    pools: Arc<watch::Sender<Arc<Vec<PoolSnapshot>>>>,
+    ledger: Arc<LedgerFlushes>,
 }
 
 impl Default for ProgressFeed {
@@ -101,6 +177,9 @@ impl Default for ProgressFeed {
         Self {
             progress: Arc::new(watch::Sender::new(SweepProgress::default())),
             fleet: Arc::new(watch::Sender::new(Arc::default())),
+            plan: Arc::new(watch::Sender::new(PlanSnapshot::default())),
+            pools: Arc::new(watch::Sender::new(Arc::default())),
+            ledger: Arc::default(),
         }
     }
 }
@@ -132,5 +211,33 @@ impl ProgressFeed {
     #[must_use]
     pub fn fleet(&self) -> Arc<FleetSnapshot> {
         Arc::clone(&self.fleet.borrow())
+    }
+
+    /// Replaces the running sweep's plan figures.
+    pub fn publish_plan(&self, plan: PlanSnapshot) {
+        self.plan.send_replace(plan);
+    }
+
+    /// The latest plan figures.
+    #[must_use]
+    pub fn plan(&self) -> PlanSnapshot {
+        *self.plan.borrow()
+    }
+
+    /// The ledger flushes of the sweeps this feed follows.
+    #[must_use]
+    pub fn ledger_flushes(&self) -> &LedgerFlushes {
+        &self.ledger
+    }
+
+    /// Replaces the pools' latest state.
+    pub fn publish_pools(&self, pools: Vec<PoolSnapshot>) {
+        self.pools.send_replace(Arc::new(pools));
+    }
+
+    /// The pools' latest state (empty without an autoscaler).
+    #[must_use]
+    pub fn pools(&self) -> Arc<Vec<PoolSnapshot>> {
+        Arc::clone(&self.pools.borrow())
     }
 }

@@ -5,6 +5,7 @@
 
 mod bar;
 mod cell_trace;
+mod pools;
 mod settings;
 mod summary;
 
@@ -74,6 +75,9 @@ pub struct RunArgs {
     /// Metric conventions and the orders path's broker.
     #[command(flatten)]
     pub conventions: crate::cli::ExecArgs,
+    /// The head's autoscaler of the worker pools.
+    #[command(flatten)]
+    pub autoscale: crate::cli::AutoscaleArgs,
     /// Scorer threads (default: one per core).
     #[arg(long, env = "GRIDTEST_THREADS")]
     pub threads: Option<usize>,
@@ -123,6 +127,10 @@ pub struct RunArgs {
     /// Run no GPU scorers even if GPUs are found.
     #[arg(long, env = "GRIDTEST_NO_GPU")]
     pub no_gpu: bool,
+    /// Refuse to start without a GPU scorer (a GPU pod whose device is missing or unusable
+    /// fails, rather than quietly scoring on its CPU cores).
+    #[arg(long, env = "GRIDTEST_REQUIRE_GPU", conflicts_with = "no_gpu")]
+    pub require_gpu: bool,
     /// When to record each cell's daily returns for the research report (DSR, PBO,
     /// walk-forward): auto (unless this node runs GPU scorers, whose kernels do not record
     /// them), always (GPU units then run on the CPU engine) or never.
@@ -244,6 +252,12 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     if let Some(addr) = &args.http {
         runtime.block_on(start_probes(addr, &opts, config.role))?;
     }
+    // The head sizes the worker pools while it runs.
+    let scaler = if config.role == Role::Head {
+        pools::start(&runtime, args, &opts)?
+    } else {
+        None
+    };
     if let Some(sweep_id) = &args.replay {
         if args.trades.is_some() || args.equity.is_some() {
             runtime.block_on(cell_trace::write(sweep_id, args, &opts))?;
@@ -283,6 +297,9 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     let mut bar = bar::Bar::follow(&runtime, &opts.progress, !args.no_progress);
     let computed = runtime.block_on(compute(&sweep, &opts, &config, args));
     bar.clear();
+    if let Some(scaler) = scaler {
+        scaler.settle(&runtime);
+    }
     let (results, search) = computed?;
     let report = summary::report(results, args, out_dir, search)?;
     outcome(report, args.allow_failed_cells).map(Some)

@@ -61,6 +61,9 @@ pub struct BackendSettings {
     pub gpu_reserve_bytes: u64,
     /// Device memory for resident shards, bytes.
     pub gpu_shard_budget_bytes: u64,
+    /// A node that finds no backend slot refuses to start ([`required_backend_slots`]) rather
+    /// than quietly scoring on its CPU cores alone, as a GPU pod should.
+    pub require_gpu: bool,
 }
 
 impl Default for BackendSettings {
@@ -69,6 +72,7 @@ impl Default for BackendSettings {
             gpu_slots_per_device: 4,
             gpu_reserve_bytes: 512 << 20,
             gpu_shard_budget_bytes: 4 << 30,
+            require_gpu: false,
         }
     }
 }
@@ -84,4 +88,25 @@ pub static BACKEND_PROVIDERS: [BackendProvider];
 #[must_use]
 pub fn backend_slots(settings: &BackendSettings) -> Vec<Arc<dyn UnitBackend>> {
     BACKEND_PROVIDERS.iter().flat_map(|p| p(settings)).collect()
+}
+
+/// The slots of this node (none when `settings` is `None`, i.e. `--no-gpu`).
+///
+/// # Errors
+/// A sentence saying why, when [`BackendSettings::require_gpu`] is set and no slot is offered:
+/// no provider linked into the binary, or none found a usable device.
+pub fn required_backend_slots(
+    settings: Option<&BackendSettings>,
+) -> Result<Vec<Arc<dyn UnitBackend>>, String> {
+    let slots = settings.map_or_else(Vec::new, backend_slots);
+    match settings {
+        Some(s) if s.require_gpu && slots.is_empty() => Err(if BACKEND_PROVIDERS.is_empty() {
+            "--require-gpu: this binary links no GPU backend (gridtest-cuda)".to_owned()
+        } else {
+            "--require-gpu: no usable GPU on this node (no NVIDIA driver or device visible, or \
+             none with the reserve free: the log above says which)"
+                .to_owned()
+        }),
+        _ => Ok(slots),
+    }
 }

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use crate::persist::LedgerLog;
+use crate::persist::{LedgerLog, PersistError};
+use crate::progress::ProgressFeed;
 use crate::sweep::output::OrderedRender;
 use crate::sweep::{CellSpool, FinalCell, ReturnsBook, Spool};
 
@@ -85,6 +86,21 @@ pub struct LedgerWriterState {
     scheduled: bool,
     render: Option<OrderedRender>,
     returns: Option<ReturnsBook>,
+    progress: ProgressFeed,
+}
+
+/// Flushes `log`, counting the flush and its duration on `progress` (`/metrics`) when it had
+/// cells to write.
+async fn timed_flush(log: &mut LedgerLog, progress: &ProgressFeed) -> Result<(), PersistError> {
+    if log.pending() == 0 {
+        return Ok(());
+    }
+    let started = std::time::Instant::now();
+    let flushed = log.flush().await;
+    progress
+        .ledger_flushes()
+        .record(started.elapsed(), flushed.is_ok());
+    flushed
 }
 
 /// What the [`LedgerWriter`] starts with.
@@ -101,6 +117,8 @@ pub struct LedgerWriterArgs {
     pub render: Option<OrderedRender>,
     /// The sets' daily returns, summed as cells become final, when the sweep records them.
     pub returns: Option<ReturnsBook>,
+    /// Where each flush's duration is counted (`/metrics`).
+    pub progress: ProgressFeed,
 }
 
 impl LedgerWriterState {
@@ -150,6 +168,7 @@ impl Actor for LedgerWriter {
             scheduled: false,
             render: args.render,
             returns: args.returns,
+            progress: args.progress,
         })
     }
 
@@ -172,7 +191,7 @@ impl Actor for LedgerWriter {
             LedgerWriterMsg::Flush => {
                 state.scheduled = false;
                 if let Some(log) = &mut state.log {
-                    match log.flush().await {
+                    match timed_flush(log, &state.progress).await {
                         Ok(()) => tracing::debug!(written = log.written(), "ledger flushed"),
                         Err(e) => {
                             tracing::error!(error = %e, "could not persist cells; will retry");
@@ -183,7 +202,7 @@ impl Actor for LedgerWriter {
             }
             LedgerWriterMsg::Finish(reply) => {
                 let persist_failure = match &mut state.log {
-                    Some(log) => log.flush().await.err().map(|e| {
+                    Some(log) => timed_flush(log, &state.progress).await.err().map(|e| {
                         tracing::error!(error = %e, "could not persist the last cells");
                         format!("the ledger's last cells: {e}")
                     }),

@@ -243,6 +243,7 @@ impl Actor for Supervisor {
                 every: args.timing.heartbeat / 2,
                 render: args.render,
                 returns: args.returns,
+                progress: args.progress.clone(),
             },
             myself.get_cell(),
         )

@@ -67,7 +67,8 @@ pub struct ClusterArgs {
     /// On SIGTERM, how long a worker may finish its units before handing them back, s.
     #[arg(long, env = "GRIDTEST_DRAIN_GRACE_S", default_value_t = 30)]
     pub drain_grace_s: u64,
-    /// How long a worker tries to join before giving up, s.
+    /// How long a worker tries to join before giving up, s (0: for as long as it takes, as in
+    /// a pod whose head may still be starting).
     #[arg(long, env = "GRIDTEST_JOIN_TIMEOUT_S", default_value_t = 120)]
     pub join_timeout_s: u64,
     /// Largest inbound cluster frame, MiB (set the same on every node).

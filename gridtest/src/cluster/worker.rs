@@ -28,8 +28,15 @@ fn supervisors() -> Vec<ActorRef<SupervisorMsg>> {
         .collect()
 }
 
+/// A pause of between half and all of `backoff`, drawn afresh each time, so that a pool of
+/// workers that lost its head (or starts before it) does not dial it in lockstep.
+fn jittered(backoff: Duration) -> Duration {
+    backoff.mul_f64(rand::random_range(0.5..=1.0))
+}
+
 /// Keeps this node joined to one of `seeds`; returns an error only if it never managed to join
-/// within the join timeout.
+/// within the join timeout (a zero timeout: it keeps trying while the head starts, however
+/// long).
 async fn stay_joined(
     server: ActorRef<ractor_cluster::NodeServerMessage>,
     mut events: mpsc::UnboundedReceiver<NodeEvent>,
@@ -87,7 +94,8 @@ async fn stay_joined(
                     }
                 }
             }
-            if !ever_joined && started.elapsed() > config.join_timeout {
+            let patient = config.join_timeout.is_zero();
+            if !ever_joined && !patient && started.elapsed() > config.join_timeout {
                 return Err(format!(
                     "could not join the cluster at {} within {:?} ({refused} sessions refused): {last_error}",
                     config.seeds.join(","),
@@ -95,7 +103,7 @@ async fn stay_joined(
                 ));
             }
             tracing::debug!(error = %last_error, "dial failed; retrying");
-            tokio::time::sleep(backoff).await;
+            tokio::time::sleep(jittered(backoff)).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
@@ -125,6 +133,12 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
     )
     .await
     .map_err(|e| Error::actors("starting the shard loader", e))?;
+    let backends =
+        crate::actors::required_backend_slots(opts.backends.as_ref()).map_err(|problem| {
+            Error::Config {
+                problems: vec![problem],
+            }
+        })?;
     let (agent, agent_task) = Actor::spawn(
         None,
         NodeAgent,
@@ -134,11 +148,7 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
             loader: loader.clone(),
             rpc_timeout: config.heartbeat.max(Duration::from_secs(2)) * 3,
             idle_retry: Duration::from_millis(50),
-            backends: opts
-                .backends
-                .as_ref()
-                .map(crate::actors::backend_slots)
-                .unwrap_or_default(),
+            backends,
         },
     )
     .await
@@ -203,4 +213,21 @@ async fn drain(
     }
     tracing::info!(node = %config.node_name, "drained");
     handed_back
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_are_jittered_within_half_to_all_of_the_backoff() {
+        let backoff = Duration::from_millis(800);
+        let pauses: Vec<Duration> = (0..200).map(|_| jittered(backoff)).collect();
+        assert!(pauses.iter().all(|p| *p >= backoff / 2 && *p <= backoff));
+        let (lo, hi) = (pauses.iter().min().unwrap(), pauses.iter().max().unwrap());
+        assert!(
+            *hi - *lo > backoff / 4,
+            "200 draws spread over the range: {lo:?}..{hi:?}"
+        );
+    }
 }

@@ -5,6 +5,9 @@ use std::time::Instant;
 
 use futures::future::join_all;
 
+use ractor::ActorRef;
+
+use crate::actors::ShardLoaderMsg;
 use crate::data::{DataError, Dataset, ShardInfo, ShardReader};
 use crate::error::Result;
 use crate::persist::SweepSpec;
@@ -106,4 +109,30 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         dates: dates.into_iter().collect(),
         started,
     })
+}
+
+/// Loads what fits the cache before compute starts, so load and compute are timed apart.
+pub(super) async fn prefetch(loader: &ActorRef<ShardLoaderMsg>, plan: &Plan, budget: u64) {
+    let mut budget = budget;
+    let mut prefetch = Vec::new();
+    for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
+        if let Ok(info) = info
+            && info.bytes_in_memory() <= budget
+        {
+            budget -= info.bytes_in_memory();
+            prefetch.push(shard.clone());
+        }
+    }
+    join_all(prefetch.into_iter().map(|shard| {
+        let (loader, dataset) = (loader.clone(), plan.dataset.clone());
+        async move {
+            loader
+                .call(
+                    |r| ShardLoaderMsg::Get(dataset, shard, r),
+                    Some(crate::actors::LOAD_TIMEOUT),
+                )
+                .await
+        }
+    }))
+    .await;
 }

@@ -21,6 +21,18 @@ pub(super) struct Planned {
     pub(super) resumed: Vec<FinalCell>,
 }
 
+impl Planned {
+    /// What the head's autoscaler needs of this plan: the mean evaluations of a cell still to
+    /// compute, and whether GPU scorers can take its units.
+    pub(super) fn snapshot(&self, plan: &Plan) -> crate::progress::PlanSnapshot {
+        let cells_left: u64 = self.units.iter().map(|u| u.sets.len() as u64).sum();
+        crate::progress::PlanSnapshot {
+            evals_per_cell: self.evaluations as f64 / cells_left.max(1) as f64,
+            gpu_eligible: (plan.strategy.gpu)().is_some(),
+        }
+    }
+}
+
 /// The units of `plan` that `done` (cells read back from the persisted ledger) does not cover.
 /// Cells of `done` that are not part of this plan are dropped.
 pub(super) fn plan_units(

@@ -8,7 +8,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::progress::{FleetSnapshot, SweepProgress};
+use crate::progress::{FleetSnapshot, ProgressFeed};
 
 type Labels = Vec<(&'static str, String)>;
 type IntFamily = Family<Labels, Gauge>;
@@ -28,14 +28,18 @@ fn int(n: impl TryInto<i64>) -> i64 {
 ///
 /// ```
 /// use gridtest::observe::render_metrics;
-/// use gridtest::progress::{FleetSnapshot, SweepProgress};
-/// let progress = SweepProgress { done: 3, total: 10, ..SweepProgress::default() };
-/// let text = render_metrics(true, &progress, &FleetSnapshot::default());
+/// use gridtest::progress::{PoolSnapshot, ProgressFeed, SweepProgress};
+/// let feed = ProgressFeed::default();
+/// feed.publish(SweepProgress { done: 3, total: 10, ..SweepProgress::default() });
+/// feed.publish_pools(vec![PoolSnapshot { pool: "gridtest-cpu".into(), current: 2, desired: 5 }]);
+/// let text = render_metrics(true, &feed);
 /// assert!(text.contains("gridtest_cells{state=\"done\"} 3"));
+/// assert!(text.contains("gridtest_pool_replicas{pool=\"gridtest-cpu\",state=\"desired\"} 5"));
 /// assert!(text.ends_with("# EOF\n"));
 /// ```
 #[must_use]
-pub fn render_metrics(ready: bool, progress: &SweepProgress, fleet: &FleetSnapshot) -> String {
+pub fn render_metrics(ready: bool, feed: &ProgressFeed) -> String {
+    let (progress, fleet) = (&feed.latest(), &*feed.fleet());
     let mut registry = Registry::with_prefix("gridtest");
     let gauge = |registry: &mut Registry, name: &str, help: &str, value: i64| {
         let g: Gauge = Gauge::default();
@@ -99,9 +103,58 @@ pub fn render_metrics(ready: bool, progress: &SweepProgress, fleet: &FleetSnapsh
         "Evaluations per second of scorer time, per GPU scorer",
         slots,
     );
+    ledger(&mut registry, feed);
+    pools(&mut registry, feed);
     let mut text = String::new();
     encode(&mut text, &registry).expect("writing to a String cannot fail");
     text
+}
+
+/// The worker pools: current and desired replicas (with an autoscaler).
+fn pools(registry: &mut Registry, feed: &ProgressFeed) {
+    let pools = IntFamily::default();
+    for p in feed.pools().iter() {
+        for (state, n) in [("current", p.current), ("desired", p.desired)] {
+            pools
+                .get_or_create(&label(&[("pool", &p.pool), ("state", state)]))
+                .set(i64::from(n));
+        }
+    }
+    registry.register(
+        "pool_replicas",
+        "Worker replicas per pool: current, and desired by the head's autoscaler (the KEDA / HPA signal)",
+        pools,
+    );
+}
+
+/// The head's ledger flushes: counts by outcome, and the latest, slowest and mean duration.
+fn ledger(registry: &mut Registry, feed: &ProgressFeed) {
+    let r = feed.ledger_flushes().reading();
+    let flushes = IntFamily::default();
+    for (outcome, n) in [("ok", r.ok), ("failed", r.failed)] {
+        flushes
+            .get_or_create(&label(&[("outcome", outcome)]))
+            .set(int(n));
+    }
+    registry.register(
+        "ledger_flushes",
+        "Ledger flushes to the results root, by outcome",
+        flushes,
+    );
+    let seconds = FloatFamily::default();
+    let n = (r.ok + r.failed).max(1) as f64;
+    for (stat, s) in [
+        ("last", r.last_s),
+        ("max", r.max_s),
+        ("mean", r.total_s / n),
+    ] {
+        seconds.get_or_create(&label(&[("stat", stat)])).set(s);
+    }
+    registry.register(
+        "ledger_flush_seconds",
+        "Duration of ledger flushes: the latest, the slowest, the mean",
+        seconds,
+    );
 }
 
 /// Per-node families: counts by kind and state, cells, speed, devices.

@@ -46,11 +46,7 @@ impl Probes {
             "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n".into(), PLAIN),
             "/metrics" => text(
                 StatusCode::OK,
-                render_metrics(
-                    self.readiness.is_ready(),
-                    &self.progress.latest(),
-                    &self.progress.fleet(),
-                ),
+                render_metrics(self.readiness.is_ready(), &self.progress),
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             ),
             _ => text(

@@ -60,6 +60,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
             gpu_slots_per_device: args.gpu_slots,
             gpu_reserve_bytes: args.gpu_reserve_mb << 20,
             gpu_shard_budget_bytes: args.gpu_shard_mb << 20,
+            require_gpu: args.require_gpu,
         }),
         rank_by: args.rank_by.unwrap_or(RankMetric::Sharpe),
         returns: crate::execute::ReturnsOptions {
