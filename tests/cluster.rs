@@ -1251,18 +1251,35 @@ fn probes_follow_each_role_and_the_heads_metrics_follow_the_sweep() {
     let units = sample(&scrape, "gridtest_units", &[("state", "pending")])
         + sample(&scrape, "gridtest_units", &[("state", "leased")]);
     assert!(units > 0.0, "work left mid-sweep");
-    // The ledger's flushes to the results root (every half heartbeat) are counted and timed.
+    // The ledger's flushes to the results root (every half heartbeat) are counted and timed, and
+    // so are the leases.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let page = parse(&get(&head, "/metrics").1);
-        if sample(&page, "gridtest_ledger_flushes", &[("outcome", "ok")]) >= 1.0 {
+        let leases = sample(&page, "gridtest_leases", &[]);
+        if leases >= 1.0 && sample(&page, "gridtest_ledger_flushes", &[("outcome", "ok")]) >= 1.0 {
+            // The scorers' lease latencies, reported with their heartbeats and merged.
+            let p99 = sample(
+                &page,
+                "gridtest_lease_latency_seconds",
+                &[("quantile", "0.99")],
+            );
+            let p50 = sample(
+                &page,
+                "gridtest_lease_latency_seconds",
+                &[("quantile", "0.5")],
+            );
+            assert!(p50 > 0.0 && p50 <= p99 && p99 < 60.0, "{p50} {p99}");
             let slowest = sample(&page, "gridtest_ledger_flush_seconds", &[("stat", "max")]);
             assert!(slowest > 0.0 && slowest < 30.0, "{slowest}");
             let failed = sample(&page, "gridtest_ledger_flushes", &[("outcome", "failed")]);
             assert_eq!(failed, 0.0);
             break;
         }
-        assert!(Instant::now() < deadline, "no ledger flush counted");
+        assert!(
+            Instant::now() < deadline,
+            "no ledger flush or lease counted"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // A worker's own page: ready, with an empty fleet.

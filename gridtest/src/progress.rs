@@ -10,10 +10,14 @@
 //! assert_eq!(seen.borrow().done, 3);
 //! ```
 
+mod latency;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::watch;
+
+pub use latency::{LatencyHistogram, LatencyRecorder};
 
 /// Where a sweep stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,6 +52,9 @@ pub struct FleetSnapshot {
     pub nodes: Vec<NodeSnapshot>,
     /// Every GPU scorer (`node/gpuD-K`) and its evaluations per second of scorer time.
     pub gpu_slots: Vec<(String, f64)>,
+    /// How long scorers waited for their leases, merged over the nodes (as of their latest
+    /// heartbeat).
+    pub lease_latency: LatencyHistogram,
 }
 
 /// One node in a [`FleetSnapshot`].

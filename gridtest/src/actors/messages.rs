@@ -130,6 +130,9 @@ pub struct NodeStatus {
     /// Device readings of its backends (GPU clock, temperature, throttling).
     #[serde(default)]
     pub telemetry: Vec<DeviceTelemetry>,
+    /// How long its scorers waited for each lease granted so far.
+    #[serde(default)]
+    pub lease_latency: crate::progress::LatencyHistogram,
 }
 
 /// Messages of a sweep supervisor (reachable from every node).

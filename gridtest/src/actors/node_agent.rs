@@ -15,6 +15,7 @@ use crate::actors::messages::{
     AGENTS, NodeAgentMsg, NodeStatus, SCOPE, SUPERVISORS, SupervisorMsg,
 };
 use crate::actors::wire::Wire;
+use crate::progress::LatencyRecorder;
 use crate::sweep::{ScorerKind, WorkerId};
 
 /// Restarts allowed per scorer slot.
@@ -46,6 +47,7 @@ pub struct NodeAgentState {
     evaluations: u64,
     cores: u32,
     memory_bytes: u64,
+    lease_latency: Arc<LatencyRecorder>,
 }
 
 /// The node agent actor.
@@ -76,6 +78,7 @@ impl NodeAgent {
             rpc_timeout: state.args.rpc_timeout,
             idle_retry: state.args.idle_retry,
             backend,
+            lease_latency: Arc::clone(&state.lease_latency),
         };
         let (scorer, _) = Actor::spawn_linked(None, Scorer, args, myself.get_cell()).await?;
         state.scorers.insert(scorer.get_id(), slot);
@@ -115,6 +118,7 @@ impl Actor for NodeAgent {
             evaluations: 0,
             cores: u32::try_from(cores).unwrap_or(u32::MAX),
             memory_bytes: memory_bytes(),
+            lease_latency: Arc::default(),
         })
     }
 
@@ -158,6 +162,7 @@ impl Actor for NodeAgent {
                         .iter()
                         .filter_map(|b| b.telemetry())
                         .collect(),
+                    lease_latency: state.lease_latency.histogram(),
                 }));
             }
             NodeAgentMsg::UnitDone(evaluations) => {

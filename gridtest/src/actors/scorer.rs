@@ -22,6 +22,7 @@ use crate::actors::wire::Wire;
 use crate::data::{Dataset, ShardInfo, ShardReader};
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
+use crate::progress::LatencyRecorder;
 use crate::registry::{StrategyEntry, find_strategy};
 use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, WorkerId};
 
@@ -51,6 +52,8 @@ pub struct ScorerArgs {
     pub idle_retry: Duration,
     /// A non-CPU engine (GPU slot); `None`: the CPU engine.
     pub backend: Option<Arc<dyn UnitBackend>>,
+    /// Where the time to be granted each lease is counted (the node's, reported to the head).
+    pub lease_latency: Arc<LatencyRecorder>,
 }
 
 /// State of a [`Scorer`].
@@ -114,6 +117,7 @@ impl Actor for Scorer {
                     cached,
                     pending_only: false,
                 };
+                let asked = Instant::now();
                 let lease = supervisor
                     .call(
                         |r| SupervisorMsg::Lease(Wire(request), r),
@@ -122,6 +126,7 @@ impl Actor for Scorer {
                     .await;
                 match lease {
                     Ok(CallResult::Success(Wire(Some(lease)))) => {
+                        state.args.lease_latency.record(asked.elapsed());
                         let batch = fill_batch(&state.args, &supervisor, lease).await;
                         for report in run_batch(&state.args, batch).await {
                             let evaluations = report.evaluations;

@@ -345,6 +345,10 @@ impl Actor for Supervisor {
             SupervisorMsg::Alive(agent, Wire(status)) => {
                 state.agents.insert(agent, status.node.clone());
                 state.seen(&status.node);
+                let now = Instant::now();
+                state
+                    .fleet
+                    .lease_latency_of(&status.node, status.lease_latency, now);
                 if state.fleet.status(
                     &status.node,
                     status.draining,

@@ -104,6 +104,7 @@ pub fn render_metrics(ready: bool, feed: &ProgressFeed) -> String {
         slots,
     );
     ledger(&mut registry, feed);
+    lease_latency(&mut registry, fleet);
     pools(&mut registry, feed);
     let mut text = String::new();
     encode(&mut text, &registry).expect("writing to a String cannot fail");
@@ -124,6 +125,30 @@ fn pools(registry: &mut Registry, feed: &ProgressFeed) {
         "pool_replicas",
         "Worker replicas per pool: current, and desired by the head's autoscaler (the KEDA / HPA signal)",
         pools,
+    );
+}
+
+/// How long scorers waited for their leases: quantiles (bucket bounds) and the count.
+fn lease_latency(registry: &mut Registry, fleet: &FleetSnapshot) {
+    let h = &fleet.lease_latency;
+    let quantiles = FloatFamily::default();
+    for (q, name) in [(0.5, "0.5"), (0.99, "0.99")] {
+        let s = h.quantile(q).map_or(0.0, |d| d.as_secs_f64());
+        quantiles
+            .get_or_create(&label(&[("quantile", name)]))
+            .set(s);
+    }
+    registry.register(
+        "lease_latency_seconds",
+        "Time from a scorer's lease request to the lease granted, over the fleet (upper bounds of log2 buckets)",
+        quantiles,
+    );
+    let n: Gauge = Gauge::default();
+    n.set(int(h.count()));
+    registry.register(
+        "leases",
+        "Leases granted so far, as the nodes last reported",
+        n,
     );
 }
 

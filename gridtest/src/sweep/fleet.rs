@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::device_telemetry::DeviceTelemetry;
 use super::ledger::WorkerId;
 use super::node_stats::NodeStats;
-use crate::progress::{DeviceSnapshot, NodeSnapshot};
+use crate::progress::{DeviceSnapshot, LatencyHistogram, NodeSnapshot};
 
 /// The fleet's settings.
 #[derive(Clone, Copy, Debug)]
@@ -47,6 +47,8 @@ pub struct NodeView {
     pub draining: bool,
     /// Its latest device readings (GPU nodes).
     pub telemetry: Vec<DeviceTelemetry>,
+    /// How long its scorers waited for their leases (as of its latest status).
+    pub lease_latency: LatencyHistogram,
     last_seen: Instant,
 }
 
@@ -106,6 +108,7 @@ impl Fleet {
                 alive: true,
                 draining: false,
                 telemetry: Vec::new(),
+                lease_latency: LatencyHistogram::default(),
                 last_seen: now,
             })
     }
@@ -234,6 +237,21 @@ impl Fleet {
             .any(|t| t.throttled && !was_throttled(&t.device));
         n.telemetry = telemetry;
         newly_throttled
+    }
+
+    /// A node's lease latencies so far (from its status).
+    pub fn lease_latency_of(&mut self, node: &str, latency: LatencyHistogram, now: Instant) {
+        self.node(node, now).lease_latency = latency;
+    }
+
+    /// Every node's lease latencies, merged.
+    #[must_use]
+    pub fn lease_latency(&self) -> LatencyHistogram {
+        let mut all = LatencyHistogram::default();
+        for n in self.nodes.values() {
+            all.merge(&n.lease_latency);
+        }
+        all
     }
 
     /// Marks nodes whose per-scorer speed is below `slow_fraction` of the median (of nodes

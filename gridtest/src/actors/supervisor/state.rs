@@ -135,6 +135,7 @@ impl SupervisorState {
             duplicate_cells: stats.duplicate_cells,
             nodes: fleet_nodes,
             gpu_slots,
+            lease_latency: self.fleet.lease_latency(),
         });
         tracing::info!(
             done = ledger.recorded(),

@@ -1,0 +1,397 @@
+//! The head at fleet scale: one head (this process, no local scorers) and `--nodes` worker
+//! processes of this binary (1 000 by default), each a node with its own name and its own
+//! authenticated session, one scorer each, all on 127.0.0.1.
+//!
+//! Run with `cargo run --release -p gridtest-examples --example fleet_bench` (`--nodes 100` for a
+//! quick look). Three sweeps, the same workers throughout (they re-dial between sweeps):
+//!
+//! * **Cheap units** (a strategy that does nothing; units of 4 parameter sets × 100 ticks,
+//!   `--cheap-per-node` units per node): units leased and completed per second, and the lease
+//!   latency each scorer measured (request to lease granted: the network, the supervisor's
+//!   queue and its work), merged at the head, p50 and p99.
+//! * **One-second units** (each unit sleeps 4 × 0.25 s in its strategy, so that a thousand
+//!   nodes fit two cores; `--slow-per-node` per node): coordination overhead = the share of
+//!   scorer time not spent on units, 1 − Σ busy / (compute wall × nodes).
+//! * **Loss of `--lose` nodes at once**: during a sweep of one-second units (`--loss-per-node`
+//!   per node, so that it outlasts the 5 s node timeout), that many workers
+//!   are frozen (SIGSTOP: silent, no FIN, no RST — the hard case; a killed process's sessions
+//!   close at once). Time from the freeze until the head has reported every one of them lost and
+//!   put its units back in the queue (its `node_lost` status events), and the sweep still ends
+//!   with every cell (the frozen workers are then killed).
+//!
+//! For each sweep, the head's CPU (user + system time of this process over the sweep's wall
+//! time) and, at the end, its peak resident memory (VmHWM).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, ensure};
+use clap::Parser;
+use gridtest::cli::{ClusterArgs, RoleChoice};
+use gridtest::data::{Dataset, synth};
+use gridtest::prelude::*;
+use gridtest::status::{StatusEvent, StatusLog};
+use gridtest::{DataKind, RunArgs, RunOptions};
+
+#[derive(Params, Clone, Debug)]
+#[allow(dead_code, reason = "the parameters only label cells")]
+struct Index {
+    i: u32,
+    j: u32,
+}
+
+/// Does nothing.
+struct Noop;
+
+#[gridtest::strategy(name = "fleet_noop")]
+impl Strategy for Noop {
+    type Params = Index;
+    type Feed = Ticks;
+    fn new(_: &Index) -> Self {
+        Self
+    }
+    fn on_data(&mut self, _: &Cursor<'_, Ticks>) -> f64 {
+        0.0
+    }
+}
+
+/// Sleeps a quarter of a second when built: a unit of 4 sets takes one second of scorer time.
+struct Quarter;
+
+#[gridtest::strategy(name = "fleet_quarter")]
+impl Strategy for Quarter {
+    type Params = Index;
+    type Feed = Ticks;
+    fn new(_: &Index) -> Self {
+        std::thread::sleep(Duration::from_millis(250));
+        Self
+    }
+    fn on_data(&mut self, _: &Cursor<'_, Ticks>) -> f64 {
+        0.0
+    }
+}
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Worker nodes (processes).
+    #[arg(long, default_value_t = 1_000)]
+    nodes: usize,
+    /// Cheap units per node.
+    #[arg(long, default_value_t = 20)]
+    cheap_per_node: u32,
+    /// One-second units per node.
+    #[arg(long, default_value_t = 3)]
+    slow_per_node: u32,
+    /// Nodes lost at once in the third sweep.
+    #[arg(long, default_value_t = 100)]
+    lose: usize,
+    /// One-second units per node in the third sweep (it must outlast the node timeout, 5 s).
+    #[arg(long, default_value_t = 12)]
+    loss_per_node: u32,
+}
+
+const DATA: &str = "data/fleet-bench";
+const COOKIE: &str = "fleet";
+
+/// A sweep of `units` units of 4 sets: a grid of two axes (`i` × 100 values of `j`), as real
+/// grids are — a lease carries the sweep's context, axis values included.
+fn sweep(strategy: &str, units: u64) -> anyhow::Result<Sweep> {
+    let rows = u32::try_from((units * 4).div_ceil(100)).context("too many units")?;
+    Ok(Sweep::named(strategy)?
+        .grid(Grid::new().axis("i", 0..rows).axis("j", 0..100u32))
+        .data(DATA))
+}
+
+/// Starts `n` workers that dial each sweep's head (one port per sweep: a head's port is not
+/// free again at once).
+fn spawn_workers(n: usize, ports: &[u16]) -> anyhow::Result<Vec<Child>> {
+    let exe = std::env::current_exe()?;
+    let seeds: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let seeds = seeds.join(",");
+    (0..n)
+        .map(|i| {
+            Ok(Command::new(&exe)
+                .args(["--role", "worker", "--seeds", &seeds])
+                .args([
+                    "--cookie",
+                    COOKIE,
+                    "--threads",
+                    "1",
+                    "--join-timeout-s",
+                    "0",
+                ])
+                .args(["--node-name", &format!("fleet-w{i}")])
+                .env("RUST_LOG", "error")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?)
+        })
+        .collect()
+}
+
+/// `n` ports free now and below the kernel's ephemeral range, so that none of the thousands of
+/// connections the workers open takes one before its head listens on it.
+fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")?;
+    let low: u16 = range
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .context("the ephemeral port range")?;
+    let ports: Vec<u16> = (10_000..low)
+        .filter(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .take(n)
+        .collect();
+    ensure!(ports.len() == n, "no {n} free ports below {low}");
+    Ok(ports)
+}
+
+/// User + system CPU time of this process.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // After the command: state is field 0, utime 11, stime 12 (clock ticks of 10 ms).
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// Peak resident memory of this process, MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// The head's settings on `port`.
+fn head_config(port: u16) -> anyhow::Result<gridtest::cluster::ClusterConfig> {
+    ClusterArgs {
+        role: Some(RoleChoice::Head),
+        listen: Some(format!("127.0.0.1:{port}")),
+        cookie: Some(COOKIE.into()),
+        node_name: Some("fleet-head".into()),
+        heartbeat_ms: 1000,
+        node_timeout_ms: 5000,
+        max_frame_mb: 16,
+        service: "gridtest".into(),
+        port,
+        tls_server_name: "gridtest".into(),
+        ..ClusterArgs::default()
+    }
+    .resolve()
+    .map(|mut c| {
+        c.results = None; // the coordinator, not persistence
+        c
+    })
+    .map_err(anyhow::Error::msg)
+}
+
+/// One sweep as the head, with every worker in before it starts.
+struct Phase {
+    results: gridtest::SweepResults,
+    cpu: Duration,
+    opts: RunOptions,
+}
+
+fn run_phase(
+    rt: &tokio::runtime::Runtime,
+    port: u16,
+    sweep: &Sweep,
+    nodes: usize,
+    status: &Path,
+    during: impl FnOnce(&RunOptions) + Send + 'static,
+) -> anyhow::Result<Phase> {
+    let opts = RunOptions {
+        threads: 0,
+        unit_evals: 100 * 4,
+        wait_for_nodes: nodes,
+        progress_every: Duration::from_millis(250),
+        status: StatusLog::to_file(status, "fleet-head"),
+        ..RunOptions::default()
+    };
+    let config = head_config(port)?;
+    let watcher = {
+        let opts = opts.clone();
+        std::thread::spawn(move || during(&opts))
+    };
+    let cpu = cpu_time();
+    let results = rt.block_on(gridtest::cluster::head::run_head(sweep, &opts, &config))?;
+    let cpu = cpu_time().saturating_sub(cpu);
+    let _ = watcher.join();
+    ensure!(
+        results.failed() == 0 && results.missing() == 0,
+        "cells failed or missing"
+    );
+    Ok(Phase { results, cpu, opts })
+}
+
+fn cpu_share(p: &Phase) -> f64 {
+    p.cpu.as_secs_f64() / p.results.timings.wall.as_secs_f64().max(1e-9)
+}
+
+/// Waits until the sweep has done `cells`, then freezes `victims`; returns when it froze them.
+fn freeze_after(opts: &RunOptions, cells: usize, victims: &[u32]) -> Option<Instant> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while opts.progress.latest().done < cells {
+        if Instant::now() > deadline || opts.progress.latest().ended {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let at = Instant::now();
+    for pid in victims {
+        let _ = Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status();
+    }
+    Some(at)
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    if cli.run.cluster.role == Some(RoleChoice::Worker) {
+        gridtest::run(sweep("fleet_noop", 1)?, &cli.run)?;
+        return Ok(());
+    }
+    let spec = synth::SynthSpec {
+        symbols: 1,
+        days: 1,
+        ticks_per_day: 100,
+        seed: 1,
+        ..synth::SynthSpec::default()
+    };
+    synth::ensure_blocking(&Dataset::try_new(DATA, DataKind::Ticks)?, &spec)?;
+    let ports = free_ports(3)?;
+    let n = cli.nodes;
+    let started = Instant::now();
+    let mut workers = spawn_workers(n, &ports)?;
+    println!(
+        "{n} worker processes started in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let dir = tempfile::tempdir()?;
+    let outcome = phases(&cli, &rt, &ports, &mut workers, dir.path());
+    for w in &mut workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    outcome?;
+    println!("head peak RSS: {:.0} MiB", peak_rss_mib());
+    Ok(())
+}
+
+fn phases(
+    cli: &Cli,
+    rt: &tokio::runtime::Runtime,
+    ports: &[u16],
+    workers: &mut [Child],
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let n = cli.nodes;
+    // (a) Cheap units.
+    let units = n as u64 * u64::from(cli.cheap_per_node);
+    let cheap = sweep("fleet_noop", units)?;
+    let a = run_phase(rt, ports[0], &cheap, n, &dir.join("a.jsonl"), |_| {})?;
+    let units = a.results.n_sets() as u64 / 4;
+    let wall = a.results.timings.compute.as_secs_f64();
+    let latency = &a.opts.progress.fleet().lease_latency;
+    let q = |q: f64| {
+        latency
+            .quantile(q)
+            .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+    };
+    let nodes_in = a.results.run_info().map_or(0, |i| i.nodes.len());
+    println!(
+        "(a) cheap units: {units} units over {nodes_in} nodes in {wall:.2}s = {:.0} leases/s; \
+         lease latency p50 ≤ {:.2} ms, p99 ≤ {:.2} ms ({} leases timed); head CPU {:.0}% of a core",
+        units as f64 / wall,
+        q(0.5),
+        q(0.99),
+        latency.count(),
+        cpu_share(&a) * 100.0
+    );
+
+    // (b) One-second units.
+    let units = n as u64 * u64::from(cli.slow_per_node);
+    let slow = sweep("fleet_quarter", units)?;
+    let b = run_phase(rt, ports[1], &slow, n, &dir.join("b.jsonl"), |_| {})?;
+    let units = b.results.n_sets() as u64 / 4;
+    let wall = b.results.timings.compute.as_secs_f64();
+    let info = b.results.run_info().context("run info")?;
+    let busy: f64 = info.nodes.values().map(|s| s.busy.as_secs_f64()).sum();
+    let overhead = 1.0 - busy / (wall * info.nodes.len() as f64);
+    println!(
+        "(b) one-second units: {units} units over {} nodes in {wall:.2}s (ideal {}s); \
+         coordination overhead {:.2}% (scorer time not spent on units); head CPU {:.0}% of a core",
+        info.nodes.len(),
+        units.div_ceil(n as u64),
+        overhead * 100.0,
+        cpu_share(&b) * 100.0
+    );
+
+    // (c) Loss of `lose` nodes at once.
+    let units = n as u64 * u64::from(cli.loss_per_node);
+    let lossy = sweep("fleet_quarter", units)?;
+    let victims: Vec<u32> = workers.iter().take(cli.lose).map(Child::id).collect();
+    let status = dir.join("c.jsonl");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cells = usize::try_from(units / 2).unwrap_or(usize::MAX); // an eighth of the cells
+    let frozen = victims.clone();
+    let c = run_phase(rt, ports[2], &lossy, n, &status, move |opts| {
+        let _ = tx.send(freeze_after(opts, cells, &frozen));
+    })?;
+    let froze = rx
+        .recv()
+        .ok()
+        .flatten()
+        .context("the sweep ended before the freeze")?;
+    let froze_ms = froze_epoch_ms(froze);
+    let lost: Vec<(u64, usize)> = gridtest::status::read(&status)?
+        .into_iter()
+        .filter_map(|r| match r.event {
+            StatusEvent::NodeLost { requeued, .. } if r.at_ms >= froze_ms => {
+                Some((r.at_ms, requeued))
+            }
+            _ => None,
+        })
+        .collect();
+    let last = lost.iter().map(|(at, _)| *at).max().unwrap_or(froze_ms);
+    let requeued: usize = lost.iter().map(|(_, r)| r).sum();
+    println!(
+        "(c) {} nodes frozen at once: {} reported lost, the last {:.2}s after the freeze, \
+         {requeued} units put back; sweep complete ({} cells, none missing) in {:.2}s; head CPU {:.0}% of a core",
+        victims.len(),
+        lost.len(),
+        last.saturating_sub(froze_ms) as f64 / 1e3,
+        c.results.recorded(),
+        c.results.timings.compute.as_secs_f64(),
+        cpu_share(&c) * 100.0
+    );
+    Ok(())
+}
+
+/// `at` as milliseconds since the Unix epoch (status records' clock).
+fn froze_epoch_ms(at: Instant) -> u64 {
+    let ago = at.elapsed();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(now.saturating_sub(ago).as_millis()).unwrap_or(u64::MAX)
+}
