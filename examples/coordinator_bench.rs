@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use gridtest::cli::{ClusterArgs, RoleChoice};
+use gridtest::cli::RoleChoice;
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::{DataKind, RunArgs, RunOptions};
@@ -125,25 +125,9 @@ fn run(strategy: &str, units: u32, workers: usize, iters: u64) -> anyhow::Result
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let cluster = ClusterArgs {
-        role: Some(RoleChoice::Head),
-        listen: Some(format!("127.0.0.1:{port}")),
-        cookie: Some(COOKIE.into()),
-        node_name: Some("bench-head".into()),
-        heartbeat_ms: 1000,
-        node_timeout_ms: 5000,
-        max_frame_mb: 16,
-        service: "gridtest".into(),
-        port,
-        tls_server_name: "gridtest".into(),
-        ..ClusterArgs::default()
-    }
-    .resolve()
-    .map(|mut c| {
-        c.results = None; // measure the coordinator, not resuming
-        c
-    })
-    .map_err(anyhow::Error::msg)?;
+    // Measure the coordinator, not resuming: no results root.
+    let cluster =
+        gridtest_examples::bench_head(port, COOKIE, "bench-head").map_err(anyhow::Error::msg)?;
     let opts = RunOptions {
         threads: 0,
         unit_evals: 100 * 4,     // 4 parameter sets of 100 ticks per unit

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use clap::Parser;
-use gridtest::cli::{ClusterArgs, RoleChoice};
+use gridtest::cli::RoleChoice;
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::status::{StatusEvent, StatusLog};
@@ -176,29 +176,6 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-/// The head's settings on `port`.
-fn head_config(port: u16) -> anyhow::Result<gridtest::cluster::ClusterConfig> {
-    ClusterArgs {
-        role: Some(RoleChoice::Head),
-        listen: Some(format!("127.0.0.1:{port}")),
-        cookie: Some(COOKIE.into()),
-        node_name: Some("fleet-head".into()),
-        heartbeat_ms: 1000,
-        node_timeout_ms: 5000,
-        max_frame_mb: 16,
-        service: "gridtest".into(),
-        port,
-        tls_server_name: "gridtest".into(),
-        ..ClusterArgs::default()
-    }
-    .resolve()
-    .map(|mut c| {
-        c.results = None; // the coordinator, not persistence
-        c
-    })
-    .map_err(anyhow::Error::msg)
-}
-
 /// One sweep as the head, with every worker in before it starts.
 struct Phase {
     results: gridtest::SweepResults,
@@ -222,7 +199,8 @@ fn run_phase(
         status: StatusLog::to_file(status, "fleet-head"),
         ..RunOptions::default()
     };
-    let config = head_config(port)?;
+    let config =
+        gridtest_examples::bench_head(port, COOKIE, "fleet-head").map_err(anyhow::Error::msg)?;
     let watcher = {
         let opts = opts.clone();
         std::thread::spawn(move || during(&opts))

@@ -6,6 +6,7 @@
 //! momentum.
 //! Read them as templates for your own.
 
+pub mod bench_head;
 pub mod breakout;
 pub mod breakout_orders;
 pub mod momentum;
@@ -14,6 +15,7 @@ pub mod planted;
 pub mod rotation;
 pub mod sma;
 
+pub use bench_head::bench_head;
 pub use breakout::{Breakout, BreakoutParams};
 pub use breakout_orders::{BreakoutOrders, Channel};
 pub use momentum::{Momentum, MomentumParams};
