@@ -9,7 +9,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, ValueEnum};
+use clap::ValueEnum;
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::{DataKind, RunArgs};
@@ -26,19 +26,22 @@ enum Which {
     Rotation,
 }
 
-#[derive(Parser)]
-#[command(about = "Portfolio strategies over universes of symbols with gridtest")]
+#[derive(clap::Parser)]
+#[command(
+    version,
+    about = "Portfolio strategies over universes of symbols with gridtest"
+)]
 struct Cli {
     #[command(flatten)]
     run: RunArgs,
     /// Which portfolio strategy to sweep.
-    #[arg(long, value_enum, default_value_t = Which::Pairs)]
+    #[arg(long, env = "GRIDTEST_STRATEGY", value_enum, default_value_t = Which::Pairs)]
     strategy: Which,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    gridtest::run::init_tracing();
+    let cli: Cli = gridtest::cli::parse();
+    gridtest::run::init_logging(&cli.run.log);
     gridtest::exit_status(sweep(cli))
 }
 

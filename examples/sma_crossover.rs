@@ -8,7 +8,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::{DataKind, RunArgs};
@@ -17,31 +16,34 @@ use gridtest_examples::SmaCrossover;
 /// Where the generated default dataset goes.
 const DEFAULT_DATA: &str = "data/sma_crossover";
 
-#[derive(Parser)]
-#[command(about = "SMA-crossover parameter sweep (the W1 workload) with gridtest")]
+#[derive(clap::Parser)]
+#[command(
+    version,
+    about = "SMA-crossover parameter sweep (the W1 workload) with gridtest"
+)]
 struct Cli {
     #[command(flatten)]
     run: RunArgs,
     /// Smallest fast window (ticks).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, env = "GRIDTEST_FAST_MIN", default_value_t = 5)]
     fast_min: usize,
     /// Largest fast window.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, env = "GRIDTEST_FAST_MAX", default_value_t = 100)]
     fast_max: usize,
     /// Fast window step (at least 1).
-    #[arg(long, default_value_t = 5, value_parser = at_least_one())]
+    #[arg(long, env = "GRIDTEST_FAST_STEP", default_value_t = 5, value_parser = at_least_one())]
     fast_step: usize,
     /// Smallest slow window (ticks).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, env = "GRIDTEST_SLOW_MIN", default_value_t = 20)]
     slow_min: usize,
     /// Largest slow window.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, env = "GRIDTEST_SLOW_MAX", default_value_t = 1000)]
     slow_max: usize,
     /// Slow window step (at least 1).
-    #[arg(long, default_value_t = 20, value_parser = at_least_one())]
+    #[arg(long, env = "GRIDTEST_SLOW_STEP", default_value_t = 20, value_parser = at_least_one())]
     slow_step: usize,
     /// Days of the generated default dataset (when --data is not given).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, env = "GRIDTEST_SYNTH_DAYS", default_value_t = 20)]
     synth_days: usize,
 }
 
@@ -51,8 +53,8 @@ fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    gridtest::run::init_tracing();
+    let cli: Cli = gridtest::cli::parse();
+    gridtest::run::init_logging(&cli.run.log);
     gridtest::exit_status(sweep(cli))
 }
 

@@ -117,3 +117,69 @@ fn a_random_sample_of_the_grid_is_exact_seeded_and_swept() {
     assert_eq!(results.recorded(), 200);
     assert_eq!(results.research().map(|r| r.trials), Some(100));
 }
+
+/// A choice parameter as an enum.
+#[derive(gridtest::Choice, Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Long,
+    Short,
+    MeanRevert,
+}
+
+#[derive(gridtest::Params, Clone, Debug)]
+struct ChoiceParams {
+    side: Side,
+    period: u64,
+    threshold: f64,
+}
+
+#[test]
+fn enum_choices_u64_axes_and_float_ranges_make_a_grid() {
+    use gridtest::Params;
+    use gridtest::params::float_range;
+    let grid = Grid::new()
+        .axis("side", Side::ALL)
+        .axis("period", [7u64, 14])
+        .axis("threshold", float_range(0.5, 1.5, 0.25));
+    grid.check(ChoiceParams::schema()).expect("a valid grid");
+    assert_eq!(grid.len(), 3 * 2 * 5);
+    let sets: Vec<ChoiceParams> = grid
+        .iter()
+        .map(|s| ChoiceParams::from_param_set(&s).expect("every set reads back"))
+        .collect();
+    assert_eq!(sets[0].side, Side::Long);
+    assert_eq!((sets[0].period, sets[0].threshold), (7, 0.5));
+    let last = sets.last().unwrap();
+    assert_eq!(
+        (last.side, last.period, last.threshold),
+        (Side::MeanRevert, 14, 1.5)
+    );
+    assert_eq!(
+        ChoiceParams::schema()[0].choices,
+        ["long", "short", "mean_revert"]
+    );
+    assert_eq!(Side::MeanRevert.choice_name(), "mean_revert");
+}
+
+#[test]
+fn a_choice_that_is_not_a_variant_is_refused_with_the_choices() {
+    use gridtest::Params;
+    use gridtest::params::{GridError, GridProblem};
+    let grid = Grid::new()
+        .axis("side", ["long", "shrot"])
+        .axis("period", [7u64])
+        .axis("threshold", [1.0]);
+    let GridError(problems) = grid.check(ChoiceParams::schema()).expect_err("a typo");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    match &problems[0] {
+        GridProblem::NotAChoice {
+            axis,
+            value,
+            choices,
+        } => {
+            assert_eq!((axis.as_str(), value.as_str()), ("side", "shrot"));
+            assert_eq!(choices, "long, short, mean_revert");
+        }
+        other => panic!("expected NotAChoice, got {other:?}"),
+    }
+}

@@ -118,3 +118,110 @@ fn sweeps_submitted_to_a_running_cluster_complete_and_are_persisted() {
     );
     let _ = Duration::ZERO;
 }
+
+/// `gridtest <command> --head … --cookie …` with `extra` after.
+fn manage(command: &str, port: u16, extra: &[&str]) -> Output {
+    Command::new(gridtest_cli())
+        .args([
+            command,
+            "--head",
+            &format!("127.0.0.1:{port}"),
+            "--cookie",
+            "test-cookie",
+        ])
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+/// The head's sweeps, from `gridtest list --json`: (id, state label, the state as JSON).
+fn listed(port: u16) -> Vec<(String, String, serde_json::Value)> {
+    let o = manage("list", port, &["--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let entries: Vec<serde_json::Value> =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    entries
+        .into_iter()
+        .map(|e| {
+            (
+                e["sweep_id"].as_str().unwrap().to_owned(),
+                e["state"]["state"].as_str().unwrap().to_owned(),
+                e["state"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_serving_heads_sweeps_are_listed_cancelled_and_followed_from_other_clients() {
+    let (_serial, cluster) = start_serving_cluster(2);
+    let port = cluster.port;
+    let ids: Vec<String> = ["3", "4", "5"]
+        .iter()
+        .map(|fee| {
+            let o = submit(port, &["--no-wait", "--commission-bps", fee]);
+            assert!(o.status.success(), "{}", text(&o));
+            sweep_id(&o)
+        })
+        .collect();
+    let (a, b, c) = (&ids[0], &ids[1], &ids[2]);
+    let sweeps = listed(port);
+    let order: Vec<&str> = sweeps.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(
+        order,
+        [a.as_str(), b.as_str(), c.as_str()],
+        "in the order submitted"
+    );
+    assert_eq!(sweeps[2].1, "queued", "{sweeps:?}");
+    assert_eq!(sweeps[2].2["ahead"], 2, "{sweeps:?}");
+
+    // The last queued one leaves the queue at once.
+    let o = manage("cancel", port, &[c]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(listed(port)[2].1, "cancelled");
+    // The running one stops cleanly; the next one then runs.
+    let o = manage("cancel", port, &[a]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Another client follows B to its end and gets its leaderboard.
+    let followed = manage("follow", port, &[b]);
+    assert!(followed.status.success(), "{}", text(&followed));
+    assert!(
+        text(&followed).contains(&format!("sweep {b} complete: 240 cells (0 failed)")),
+        "{}",
+        text(&followed)
+    );
+    let states: Vec<String> = listed(port).into_iter().map(|(_, s, _)| s).collect();
+    assert_eq!(states, ["cancelled", "done", "cancelled"]);
+    // Following a cancelled sweep, or cancelling an ended or unknown one, fails and says why.
+    let o = manage("follow", port, &[a]);
+    assert!(
+        !o.status.success() && text(&o).contains("cancelled"),
+        "{}",
+        text(&o)
+    );
+    let o = manage("cancel", port, &[b]);
+    assert!(
+        !o.status.success() && text(&o).contains("ended already"),
+        "{}",
+        text(&o)
+    );
+    let unknown = "0".repeat(b.len());
+    let o = manage("cancel", port, &[&unknown]);
+    assert!(
+        !o.status.success() && text(&o).contains("knows no sweep"),
+        "{}",
+        text(&o)
+    );
+    // Only B was computed to the end.
+    let finished: Vec<String> = cluster
+        .finished_sweeps()
+        .into_iter()
+        .filter(|s| s.failed == 0 && s.cells == 240)
+        .filter_map(|s| s.sweep_id.map(|i| i.to_string()))
+        .collect();
+    assert!(
+        finished.contains(b) && !finished.contains(c),
+        "{finished:?}"
+    );
+}

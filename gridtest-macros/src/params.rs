@@ -38,7 +38,7 @@ pub(crate) fn parse(input: &DeriveInput) -> syn::Result<ParamsIr> {
             return Err(syn::Error::new(
                 e.enum_token.span,
                 "`#[derive(Params)]` works on structs only: make each parameter a named field \
-                 (a choice between names can be a `String` field)",
+                 (a choice between names is a field whose enum has `#[derive(gridtest::Choice)]`)",
             ));
         }
         Data::Union(u) => {
@@ -60,13 +60,15 @@ pub(crate) fn codegen(ir: &ParamsIr) -> TokenStream {
     let schema = ir.fields.iter().map(|(ident, ty)| {
         let field = ident.to_string();
         quote_spanned! { ty.span() =>
-            ::gridtest::__private::ParamField::of::<#ty>(#field)
+            ::gridtest::__private::typed::<#ty>().field(#field)
         }
     });
     let reads = ir.fields.iter().map(|(ident, ty)| {
         let field = ident.to_string();
+        // The same call, at the same place, as in the schema: an unsupported type is one
+        // error, not one per use.
         quote_spanned! { ty.span() =>
-            #ident: ::gridtest::__private::read_field::<#ty>(set, #field)?
+            #ident: ::gridtest::__private::typed::<#ty>().read(set, #field)?
         }
     });
     quote! {

@@ -3,6 +3,7 @@
 //! to the results root. The in-process entry point is [`run_sweep`]; a head and a coordinator
 //! call [`execute`] with their own [`NodeSetup`].
 
+mod estimate;
 mod halving;
 mod plan;
 mod research;
@@ -32,6 +33,7 @@ use crate::sweep::{
     Timings, output, output::OrderedRender,
 };
 
+pub use estimate::{CALIBRATION_SETS, Calibration, MemoryEstimate, SweepEstimate, estimate};
 pub(crate) use halving::run_halving;
 pub use halving::run_search;
 pub use plan::Plan;
@@ -276,10 +278,12 @@ async fn finish(
             render.finish(&spool).await?
         }
         None => {
+            let spec_json = plan.spec.to_json();
             let subject = output::Subject {
                 grid: &plan.spec.grid,
                 shards: &plan.spec.shards,
                 metric: opts.rank_by,
+                spec_json: Some(&spec_json),
             };
             output::render(&spool, &subject, &out).await?
         }
@@ -335,8 +339,8 @@ async fn open_ledger(
         return Ok((None, BTreeMap::new()));
     };
     let sweep_id = plan.spec.id();
-    let spec_json = serde_json::to_vec_pretty(&plan.spec).expect("specs serialise");
-    let (log, done) = LedgerLog::open(root, &sweep_id, &spec_json).await?;
+    let spec_json = plan.spec.to_json();
+    let (log, done) = LedgerLog::open(root, &sweep_id, spec_json.as_bytes()).await?;
     tracing::info!(sweep = %sweep_id, root = %root, recorded = done.len(), "sweep ledger opened");
     Ok((Some(log), done))
 }

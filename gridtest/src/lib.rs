@@ -96,9 +96,12 @@ pub mod sweep;
 pub mod transport;
 
 pub use engine::ExecModel;
+
+/// This gridtest's version (`--version` of a sweep binary).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use error::{Error, Result, exit};
 pub use execute::{Recording, ReturnsOptions, RunOptions, run_search, run_sweep};
-pub use gridtest_macros::{Params, strategy};
+pub use gridtest_macros::{Choice, Params, strategy};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{
     CmpOp, Constraint, Grid, GridError, Operand, ParamError, ParamKind, ParamSet, ParamSetId,
@@ -117,20 +120,19 @@ pub use sweep::{CellFailure, CellKey, CellOutcome, Leaderboard, Sweep, SweepResu
 /// # Errors
 /// See [`run()`].
 pub fn main(sweep: Sweep) -> Result<Option<SweepReport>> {
-    use clap::Parser;
-    #[derive(Parser)]
-    #[command(about = "Run a gridtest parameter sweep")]
+    #[derive(clap::Parser)]
+    #[command(about = "Run a gridtest parameter sweep", version = VERSION)]
     struct Cli {
         #[command(flatten)]
         run: RunArgs,
     }
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse();
     run(sweep, &cli.run)
 }
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::params::{ParamField, ParamType, read_field};
+    pub use crate::params::{ParamField, ParamType, TypedField, typed};
     pub use crate::registry::{STRATEGIES, StrategyEntry, entry};
     pub use linkme;
 }

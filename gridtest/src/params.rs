@@ -183,6 +183,55 @@ impl From<ParamSet> for Vec<(Arc<str>, ParamValue)> {
     }
 }
 
+/// The floats from `start` to `end` inclusive, `step` apart, each computed as
+/// `start + i · step` (no accumulated rounding), the last one `end` itself when the range
+/// divides into whole steps (within a millionth of a step); for a float axis.
+///
+/// ```
+/// use gridtest::prelude::*;
+///
+/// assert_eq!(float_range(0.5, 1.5, 0.25), [0.5, 0.75, 1.0, 1.25, 1.5]);
+/// assert_eq!(float_range(0.1, 0.3, 0.1), [0.1, 0.2, 0.3]);
+/// assert_eq!(float_range(1.0, 1.9, 0.5), [1.0, 1.5]);
+/// let grid = Grid::new().axis("threshold", float_range(1.0, 3.0, 0.5));
+/// assert_eq!(grid.len(), 5);
+/// ```
+///
+/// # Panics
+/// If `step` is not a positive finite number, or `start` or `end` is not finite.
+#[must_use]
+pub fn float_range(start: f64, end: f64, step: f64) -> Vec<f64> {
+    assert!(
+        step.is_finite() && step > 0.0 && start.is_finite() && end.is_finite(),
+        "float_range({start}, {end}, {step}): the step must be positive and the bounds finite"
+    );
+    if end < start {
+        return Vec::new();
+    }
+    let span = (end - start) / step;
+    let whole = span.round();
+    let (steps, exact) = if (span - whole).abs() <= 1e-6 {
+        (whole, true)
+    } else {
+        (span.floor(), false)
+    };
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a non-negative whole number of steps"
+    )]
+    let n = steps as u64;
+    (0..=n)
+        .map(|i| {
+            if exact && i == n {
+                end
+            } else {
+                start + i as f64 * step
+            }
+        })
+        .collect()
+}
+
 /// One field of a strategy's parameter struct, as `#[derive(Params)]` describes it.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamField {
@@ -194,18 +243,71 @@ pub struct ParamField {
     pub rust_type: &'static str,
     /// Whether a value fits the field's Rust type (kind and range).
     pub fits: fn(&ParamValue) -> bool,
+    /// The values a choice field accepts (an enum's variants); empty: any (a `String`).
+    pub choices: &'static [&'static str],
 }
 
 impl ParamField {
-    /// Describes a field `name` of Rust type `T`; used by `#[derive(Params)]`.
+    /// Describes a field `name` of Rust type `T`.
     #[must_use]
     pub const fn of<T: ParamType>(name: &'static str) -> Self {
-        Self {
+        typed::<T>().field(name)
+    }
+}
+
+/// A field type's conversions, for `#[derive(Params)]`: taken once per field through
+/// [`typed`], whose one `ParamType` bound is where an unsupported type is reported (once).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct TypedField<T> {
+    kind: ParamKind,
+    rust_type: &'static str,
+    fits: fn(&ParamValue) -> bool,
+    from_value: fn(&ParamValue) -> Option<T>,
+    choices: &'static [&'static str],
+}
+
+/// The conversions of field type `T`.
+#[doc(hidden)]
+#[must_use]
+pub const fn typed<T: ParamType>() -> TypedField<T> {
+    TypedField {
+        kind: T::KIND,
+        rust_type: T::RUST_TYPE,
+        fits: fits::<T>,
+        from_value: T::from_value,
+        choices: T::CHOICES,
+    }
+}
+
+impl<T> TypedField<T> {
+    /// The schema entry of a field `name` of this type.
+    #[must_use]
+    pub const fn field(&self, name: &'static str) -> ParamField {
+        ParamField {
             name,
-            kind: T::KIND,
-            rust_type: T::RUST_TYPE,
-            fits: fits::<T>,
+            kind: self.kind,
+            rust_type: self.rust_type,
+            fits: self.fits,
+            choices: self.choices,
         }
+    }
+
+    /// Reads field `name` from `set`.
+    ///
+    /// # Errors
+    /// [`ParamError::Missing`] or [`ParamError::Mismatch`].
+    pub fn read(&self, set: &ParamSet, name: &'static str) -> Result<T, ParamError> {
+        let value = set.get(name).ok_or_else(|| ParamError::Missing {
+            set: set.to_string(),
+            field: name,
+        })?;
+        (self.from_value)(value).ok_or_else(|| ParamError::Mismatch {
+            set: set.to_string(),
+            field: name,
+            value: value.to_string(),
+            rust_type: self.rust_type,
+        })
     }
 }
 
@@ -271,17 +373,19 @@ pub trait Params: Sized + 'static {
 }
 
 /// A Rust type that a `Params` field may have. Implemented for the integer types, `f32`, `f64`,
-/// `bool` and `String`.
+/// `bool`, `String` and enums with `#[derive(Choice)]`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a strategy parameter",
     label = "unsupported parameter type",
-    note = "a `#[derive(Params)]` field must be an integer type, f32, f64, bool or String"
+    note = "a `#[derive(Params)]` field must be an integer type, f32, f64, bool, String or an enum with `#[derive(gridtest::Choice)]`"
 )]
 pub trait ParamType: Sized {
     /// The kind of grid axis this type accepts.
     const KIND: ParamKind;
     /// The type's name, for messages.
     const RUST_TYPE: &'static str;
+    /// The values a choice type accepts (empty: any string).
+    const CHOICES: &'static [&'static str] = &[];
     /// Converts a value, or `None` if it has the wrong kind or does not fit.
     fn from_value(value: &ParamValue) -> Option<Self>;
 }
@@ -348,24 +452,6 @@ impl ParamType for String {
             _ => None,
         }
     }
-}
-
-/// Reads field `field` of type `T` from `set`; used by `#[derive(Params)]`.
-///
-/// # Errors
-/// [`ParamError::Missing`] or [`ParamError::Mismatch`].
-#[doc(hidden)]
-pub fn read_field<T: ParamType>(set: &ParamSet, field: &'static str) -> Result<T, ParamError> {
-    let value = set.get(field).ok_or_else(|| ParamError::Missing {
-        set: set.to_string(),
-        field,
-    })?;
-    T::from_value(value).ok_or_else(|| ParamError::Mismatch {
-        set: set.to_string(),
-        field,
-        value: value.to_string(),
-        rust_type: T::RUST_TYPE,
-    })
 }
 
 #[cfg(test)]

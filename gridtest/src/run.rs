@@ -3,23 +3,24 @@
 //! output folder, and the tracing set-up. The in-process run itself is
 //! [`run_sweep`](crate::execute::run_sweep).
 
+mod args;
 mod bar;
 mod cell_trace;
+mod dry_run;
+mod logging;
 mod pools;
 mod settings;
 mod summary;
 
 use std::path::PathBuf;
 
-use chrono::NaiveDate;
-
-use crate::cli::ClusterArgs;
 use crate::cluster::{ClusterConfig, Role};
 use crate::error::{Error, Result};
 use crate::execute::default_threads;
-use crate::metrics::RankMetric;
 use crate::sweep::{Halving, HalvingReport, Leaderboard, Sweep, SweepResults, output};
 
+pub use args::{LogArgs, LogFormat, RunArgs};
+pub use logging::{colour_wanted, init_logging};
 pub use settings::apply_args;
 use settings::read_prices;
 pub use summary::HALVING_JSON;
@@ -27,168 +28,6 @@ pub use summary::HALVING_JSON;
 pub use crate::execute::{
     DEFAULT_CACHE_MB, DEFAULT_UNIT_EVALS, MIN_CLUSTER_SCORERS, RunOptions, run_sweep,
 };
-
-/// Settings every sweep binary accepts on its command line (and from `GRIDTEST_*` variables).
-/// Flatten it into your own `clap` parser to add flags of your own.
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct RunArgs {
-    /// Dataset root: a path, file:///… or s3://bucket/prefix.
-    #[arg(long, env = "GRIDTEST_DATA")]
-    pub data: Option<String>,
-    /// Output folder for results.csv, results.parquet and leaderboard.csv.
-    #[arg(long, env = "GRIDTEST_OUT")]
-    pub out: Option<PathBuf>,
-    /// Symbols to sweep, comma-separated (default: all in the dataset).
-    #[arg(long, value_delimiter = ',')]
-    pub symbols: Option<Vec<String>>,
-    /// Serve `/healthz`, `/readyz` and `/metrics` (Prometheus) on this address, e.g.
-    /// `0.0.0.0:9090` (port 0: any free port, reported in the status file).
-    #[arg(long, env = "GRIDTEST_HTTP", value_name = "ADDR")]
-    pub http: Option<String>,
-    /// A universe for a portfolio strategy, `NAME=SYM1,SYM2,…` (repeat for several): one shard
-    /// of its members per sweep, in place of one per symbol.
-    #[arg(long = "universe", value_name = "NAME=SYMBOLS")]
-    pub universes: Vec<crate::data::Universe>,
-    /// First date, YYYY-MM-DD (inclusive).
-    #[arg(long)]
-    pub from: Option<NaiveDate>,
-    /// Last date, YYYY-MM-DD (inclusive).
-    #[arg(long)]
-    pub to: Option<NaiveDate>,
-    /// Commission, basis points of traded notional.
-    #[arg(long)]
-    pub commission_bps: Option<f64>,
-    /// Slippage, basis points of traded notional.
-    #[arg(long)]
-    pub slippage_bps: Option<f64>,
-    /// Largest absolute target weight.
-    #[arg(long)]
-    pub max_leverage: Option<f64>,
-    /// Trading days per year: Sharpe and Sortino are annualised by `days · events / distinct
-    /// dates` events per year (default 252).
-    #[arg(long)]
-    pub trading_days_per_year: Option<f64>,
-    /// Events per year, stated for every shard (e.g. 252 for daily bars, 8760 for hourly bars of
-    /// a 24/7 market), instead of the derivation from trading days.
-    #[arg(long)]
-    pub periods_per_year: Option<f64>,
-    /// Metric conventions and the orders path's broker.
-    #[command(flatten)]
-    pub conventions: crate::cli::ExecArgs,
-    /// The head's autoscaler of the worker pools.
-    #[command(flatten)]
-    pub autoscale: crate::cli::AutoscaleArgs,
-    /// Scorer threads (default: one per core).
-    #[arg(long, env = "GRIDTEST_THREADS")]
-    pub threads: Option<usize>,
-    /// Metric to rank the leaderboard by, its mean across symbols: sharpe (default), sortino,
-    /// total_return, max_drawdown, profit_factor or win_rate; or dsr, the deflated Sharpe
-    /// ratio of each set's daily returns (needs them recorded: not with --returns never).
-    #[arg(long)]
-    pub rank_by: Option<RankMetric>,
-    /// Rows of the leaderboard to print.
-    #[arg(long, default_value_t = 10)]
-    pub top: usize,
-    /// Shard cache budget per node, MiB; larger shards are streamed.
-    #[arg(long, default_value_t = DEFAULT_CACHE_MB)]
-    pub cache_mb: u64,
-    /// Work unit size, tick-parameter evaluations.
-    #[arg(long, default_value_t = DEFAULT_UNIT_EVALS)]
-    pub unit_evals: u64,
-    /// No progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
-    /// Append status events (listening, node lost/back/slow, drained, sweep finished) to this
-    /// file as JSON lines, for scripts and tests (see `gridtest::status`).
-    #[arg(long, env = "GRIDTEST_STATUS_FILE", value_name = "PATH")]
-    pub status_file: Option<PathBuf>,
-    /// Period of the progress log line and `progress` status event, ms.
-    #[arg(long, env = "GRIDTEST_PROGRESS_MS", default_value_t = 5000)]
-    pub progress_ms: u64,
-    /// Attempts a failing cell gets before its failure is final.
-    #[arg(long, default_value_t = crate::sweep::DEFAULT_MAX_ATTEMPTS)]
-    pub max_attempts: u32,
-    /// Head: hand out no work until this many nodes ask for some (at most two minutes).
-    #[arg(long, env = "GRIDTEST_WAIT_FOR_NODES", default_value_t = 0)]
-    pub wait_for_nodes: usize,
-    /// GPU scorers per device (when gridtest-cuda is linked and a GPU is found).
-    #[arg(long, env = "GRIDTEST_GPU_SLOTS", default_value_t = 4)]
-    pub gpu_slots: usize,
-    /// Device memory kept free on each GPU, MiB.
-    #[arg(long, env = "GRIDTEST_GPU_RESERVE_MB", default_value_t = 512)]
-    pub gpu_reserve_mb: u64,
-    /// Device memory for resident shards per GPU, MiB.
-    #[arg(long, env = "GRIDTEST_GPU_SHARD_MB", default_value_t = 4096)]
-    pub gpu_shard_mb: u64,
-    /// Exit 0 even when some cells failed (they are still reported and written). Without it a
-    /// sweep with failed cells exits with status 3.
-    #[arg(long, env = "GRIDTEST_ALLOW_FAILED_CELLS")]
-    pub allow_failed_cells: bool,
-    /// Run no GPU scorers even if GPUs are found.
-    #[arg(long, env = "GRIDTEST_NO_GPU")]
-    pub no_gpu: bool,
-    /// Refuse to start without a GPU scorer (a GPU pod whose device is missing or unusable
-    /// fails, rather than quietly scoring on its CPU cores).
-    #[arg(long, env = "GRIDTEST_REQUIRE_GPU", conflicts_with = "no_gpu")]
-    pub require_gpu: bool,
-    /// When to record each cell's daily returns for the research report (DSR, PBO,
-    /// walk-forward): auto (unless this node runs GPU scorers, whose kernels do not record
-    /// them), always (GPU units then run on the CPU engine) or never.
-    #[arg(long, env = "GRIDTEST_RETURNS", value_enum, default_value_t = crate::execute::Recording::Auto)]
-    pub returns: crate::execute::Recording,
-    /// Memory for the sets' daily returns, MiB (8 bytes per set and day).
-    #[arg(long, env = "GRIDTEST_RETURNS_MB", default_value_t = crate::execute::DEFAULT_RETURNS_MB)]
-    pub returns_memory: u64,
-    /// Also write every set's daily returns to returns.parquet.
-    #[arg(long)]
-    pub write_returns: bool,
-    /// Re-execute the persisted sweep with this id (under --results) and check that every
-    /// metric is identical to the record, bit for bit.
-    #[arg(long, value_name = "SWEEP_ID")]
-    pub replay: Option<crate::sweep::SweepId>,
-    /// With --replay: only this cell, PARAM_SET_ID@SYMBOL.
-    #[arg(long, value_name = "PARAM_SET_ID@SYMBOL", requires = "replay")]
-    pub cell: Option<crate::replay::ReplayScope>,
-    /// With --replay: run even if the data changed since the sweep.
-    #[arg(long, requires = "replay")]
-    pub force: bool,
-    /// With --replay --cell: write the cell's every fill (time, price, units, side, fee,
-    /// weight, equity) to this CSV.
-    #[arg(long, value_name = "FILE", requires = "cell")]
-    pub trades: Option<PathBuf>,
-    /// With --replay --cell: write the cell's equity after every event to this CSV.
-    #[arg(long, value_name = "FILE", requires = "cell")]
-    pub equity: Option<PathBuf>,
-    /// Price file (JSON: owned hardware cost, lifetime, cores, watts; power price; rented price
-    /// per hour and cores) to price the sweep in cost.json.
-    #[arg(long, env = "GRIDTEST_PRICES", value_name = "FILE")]
-    pub prices: Option<PathBuf>,
-    /// Random search: sweep a seeded sample of N of the grid's sets (every one counts as a
-    /// trial of the DSR), for grids too large to sweep exhaustively.
-    #[arg(long, value_name = "N")]
-    pub random: Option<u64>,
-    /// Successive halving: score every set on a prefix of the dates, the best 1/--eta go on to
-    /// a prefix --eta times longer, until the survivors are scored on the whole history (each
-    /// rung a sweep of its own; the last one's DSR counts every set tried).
-    #[arg(long)]
-    pub halving: bool,
-    /// With --halving: the reduction factor.
-    #[arg(long, default_value_t = 3, requires = "halving")]
-    pub eta: u32,
-    /// With --halving: rungs at most (fewer when the history or the grid is too small).
-    #[arg(long, default_value_t = 4, requires = "halving")]
-    pub rungs: u32,
-    /// Seed of --random.
-    #[arg(long, default_value_t = 0, requires = "random")]
-    pub seed: u64,
-    /// Head: run no sweep of its own; serve sweeps submitted with `gridtest submit` until
-    /// SIGTERM, one after another, each persisted under --results (ignored by workers).
-    #[arg(long)]
-    pub serve: bool,
-    /// Cluster settings.
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
-}
 
 /// A finished run: the results, the leaderboard and where they were written.
 #[derive(Debug)]
@@ -203,20 +42,14 @@ pub struct SweepReport {
     pub search: Option<HalvingReport>,
 }
 
-/// Installs the `tracing` subscriber (level from `RUST_LOG`, default `info`) unless one is set.
+/// Installs the `tracing` subscriber (level from `RUST_LOG`, default `info`; text lines)
+/// unless one is set; [`init_logging`] takes the command line's logging settings.
 pub fn init_tracing() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
+    init_logging(&LogArgs::default());
 }
 
 /// Runs a sweep with command-line settings, in the role they select (see
-/// [`ClusterArgs`]): locally or as the head, it prints the leaderboard and a summary and writes
+/// [`ClusterArgs`](crate::cli::ClusterArgs)): locally or as the head, it prints the leaderboard and a summary and writes
 /// `results.csv`, `results.parquet` and `leaderboard.csv` to `--out` (default
 /// `out/<strategy>`), returning them; as a worker it serves heads until SIGTERM and returns
 /// `None`. The output folder and the results root are checked writable before anything is
@@ -229,7 +62,7 @@ pub fn init_tracing() {
 /// record the sweep or [`Error::FailedCells`] when cells failed (unless
 /// `--allow-failed-cells`). [`Error::exit_code`] maps each to the process's exit status.
 pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
-    init_tracing();
+    init_logging(&args.log);
     let config = args.cluster.resolve().map_err(|problem| Error::Config {
         problems: vec![problem],
     })?;
@@ -242,6 +75,10 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         problems: vec![problem],
     })?;
     let (sweep, mut opts) = apply_args(sweep, args, &config);
+    if args.dry_run {
+        dry_run::print(&sweep, &opts)?;
+        return Ok(None);
+    }
     opts.prices = args.prices.as_deref().map(read_prices).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(opts.threads.clamp(2, 4))

@@ -316,6 +316,12 @@ pub fn pack_numeric<P: Params>(set: &ParamSet) -> Result<Vec<f64>, ParamError> {
 }
 
 /// A strategy registered with `#[gridtest::strategy]`: it has a name any node can find it by.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a registered strategy",
+    label = "`{Self}` is not registered",
+    note = "put `#[gridtest::strategy(name = \"…\")]` on its `impl Strategy for {Self}` block, \
+            so that every node can find it by that name"
+)]
 pub trait RegisteredStrategy: Strategy {
     /// Registered name.
     const NAME: &'static str;

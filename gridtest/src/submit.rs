@@ -19,11 +19,16 @@ use crate::params::{Grid, ParamValue};
 use crate::sweep::{SweepDescription, SweepId};
 use crate::transport::{self, Tls};
 
-/// Settings of `gridtest submit`.
+mod jobs;
+
+pub use jobs::{CancelArgs, FollowArgs, ListArgs, run_cancel, run_follow, run_list};
+
+/// How a client reaches a serving head: its address, the cookie, TLS (as for nodes).
 #[derive(clap::Args, Clone, Debug)]
-pub struct SubmitArgs {
+#[command(next_help_heading = "Head")]
+pub struct HeadArgs {
     /// The head, HOST:PORT.
-    #[arg(long)]
+    #[arg(long, env = "GRIDTEST_HEAD")]
     pub head: String,
     /// The cluster's cookie (prefer GRIDTEST_COOKIE or --cookie-file: a command line is
     /// readable by every local user).
@@ -32,6 +37,23 @@ pub struct SubmitArgs {
     /// File holding the cluster's cookie.
     #[arg(long, env = "GRIDTEST_COOKIE_FILE", conflicts_with = "cookie")]
     pub cookie_file: Option<std::path::PathBuf>,
+    /// TLS certificate of this client.
+    #[arg(long, env = "GRIDTEST_TLS_CERT")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// TLS key.
+    #[arg(long, env = "GRIDTEST_TLS_KEY")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// TLS CA.
+    #[arg(long, env = "GRIDTEST_TLS_CA")]
+    pub tls_ca: Option<std::path::PathBuf>,
+}
+
+/// Settings of `gridtest submit`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct SubmitArgs {
+    /// The head to submit to.
+    #[command(flatten)]
+    pub head: HeadArgs,
     /// Registered strategy name (the head and workers must have it).
     #[arg(long)]
     pub strategy: String,
@@ -75,15 +97,6 @@ pub struct SubmitArgs {
     /// Return once queued instead of following the sweep.
     #[arg(long)]
     pub no_wait: bool,
-    /// TLS settings (as for nodes).
-    #[arg(long, env = "GRIDTEST_TLS_CERT")]
-    pub tls_cert: Option<std::path::PathBuf>,
-    /// TLS key.
-    #[arg(long, env = "GRIDTEST_TLS_KEY")]
-    pub tls_key: Option<std::path::PathBuf>,
-    /// TLS CA.
-    #[arg(long, env = "GRIDTEST_TLS_CA")]
-    pub tls_ca: Option<std::path::PathBuf>,
 }
 
 fn value(text: &str) -> ParamValue {
@@ -143,7 +156,7 @@ pub fn parse_axis(grid: Grid, spec: &str) -> std::result::Result<Grid, String> {
 
 async fn submit(args: &SubmitArgs) -> Result<()> {
     let request = request(args)?;
-    let coordinator = connect(args).await?;
+    let coordinator = connect(&args.head).await?;
     let submitted = match coordinator
         .call(
             |r| CoordinatorMsg::Submit(Wire(Box::new(request)), r),
@@ -205,7 +218,7 @@ fn request(args: &SubmitArgs) -> Result<SweepRequest> {
 }
 
 /// Joins the head's cluster as a client and finds its coordinator.
-async fn connect(args: &SubmitArgs) -> Result<ActorRef<CoordinatorMsg>> {
+pub(crate) async fn connect(args: &HeadArgs) -> Result<ActorRef<CoordinatorMsg>> {
     let config = ClusterArgs {
         role: Some(RoleChoice::Worker),
         seeds: vec![args.head.clone()],
@@ -270,7 +283,7 @@ async fn connect(args: &SubmitArgs) -> Result<ActorRef<CoordinatorMsg>> {
 }
 
 /// Prints a submitted sweep's progress until it is done (then its leaderboard) or failed.
-async fn follow(coordinator: &ActorRef<CoordinatorMsg>, id: &SweepId) -> Result<()> {
+pub(crate) async fn follow(coordinator: &ActorRef<CoordinatorMsg>, id: &SweepId) -> Result<()> {
     let mut last = String::new();
     loop {
         let state = match coordinator
@@ -303,6 +316,9 @@ async fn follow(coordinator: &ActorRef<CoordinatorMsg>, id: &SweepId) -> Result<
             }
             SweepState::Failed { error } => {
                 return Err(Error::Submission(format!("sweep {id} failed: {error}")));
+            }
+            SweepState::Cancelled => {
+                return Err(Error::Submission(format!("sweep {id} was cancelled")));
             }
             SweepState::Queued { ahead } => format!("queued ({ahead} ahead)"),
             SweepState::Running {

@@ -29,7 +29,8 @@ pub const SUPERVISORS: &str = "supervisors";
 /// Process group of node agents.
 pub const AGENTS: &str = "agents";
 
-/// What a scorer needs to run units of a sweep (sent with every lease: a few hundred bytes).
+/// What a scorer needs to run units of a sweep: sent with a scorer's first lease of the sweep
+/// only (the execution model and every axis value: a few hundred bytes to many kilobytes).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepContext {
     /// The sweep.
@@ -74,16 +75,22 @@ pub struct LeaseRequest {
     pub worker: WorkerId,
     /// Shards its node holds in memory (the supervisor prefers those).
     pub cached: Vec<ShardId>,
-    /// Only a pending unit, no speculative copy (a GPU scorer adding units to a batch).
+    /// Only a pending unit, no speculative copy (a GPU scorer adding units to a batch, or a
+    /// scorer asking for its next unit while one runs).
     #[serde(default)]
     pub pending_only: bool,
+    /// The sweep whose context the scorer already holds: a lease of that sweep comes without it.
+    #[serde(default)]
+    pub holds_context: Option<crate::sweep::SweepId>,
 }
 
 /// A unit leased to a scorer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Lease {
     /// The sweep it belongs to.
-    pub context: SweepContext,
+    pub sweep_id: crate::sweep::SweepId,
+    /// The sweep's context, unless the request said the scorer holds it.
+    pub context: Option<SweepContext>,
     /// The unit.
     pub unit: WorkUnit,
 }
@@ -195,6 +202,9 @@ pub enum SweepState {
         /// Cells failed.
         failed: usize,
     },
+    /// Cancelled (`gridtest cancel`): taken out of the queue, or stopped cleanly while it ran
+    /// (its ledger flushed: submitted again, it resumes).
+    Cancelled,
     /// Complete and persisted.
     Done {
         /// Cells.
@@ -222,6 +232,20 @@ pub struct Submitted {
     pub state: SweepState,
 }
 
+impl SweepState {
+    /// One word for the state: queued, running, cancelled, done or failed.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Queued { .. } => "queued",
+            Self::Running { .. } => "running",
+            Self::Cancelled => "cancelled",
+            Self::Done { .. } => "done",
+            Self::Failed { .. } => "failed",
+        }
+    }
+}
+
 /// Messages of a head's sweep coordinator (`--serve`).
 #[derive(RactorClusterMessage)]
 pub enum CoordinatorMsg {
@@ -239,6 +263,28 @@ pub enum CoordinatorMsg {
     ),
     /// A sweep ended (local).
     Finished(Wire<crate::sweep::SweepId>, Wire<SweepState>),
+    /// Every sweep this head knows, in the order submitted.
+    #[rpc]
+    List(RpcReplyPort<Wire<Vec<SweepEntry>>>),
+    /// Cancel a queued or running sweep: the state it leaves (`Err`: unknown, or ended).
+    #[rpc]
+    Cancel(
+        Wire<crate::sweep::SweepId>,
+        RpcReplyPort<Wire<Result<SweepState, String>>>,
+    ),
+}
+
+/// A sweep as `gridtest list` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepEntry {
+    /// The sweep id.
+    pub sweep_id: crate::sweep::SweepId,
+    /// Its strategy.
+    pub strategy: String,
+    /// When it was submitted, ms since the Unix epoch.
+    pub submitted_ms: u64,
+    /// Where it stands.
+    pub state: SweepState,
 }
 
 /// Messages of a node agent (one per node).

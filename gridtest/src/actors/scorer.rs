@@ -5,7 +5,9 @@
 //! A scorer on a backend that wants more parameter sets per call than a unit holds (a GPU)
 //! leases further pending units of the same shard and runs them in one call, reporting each
 //! unit on its own. When there is no supervisor or no work, it asks again after `idle_retry`.
-//! On `Drain` it finishes the units in hand and stops.
+//! While a unit runs, the scorer already asks for the next one (a pending unit, never a
+//! speculative copy), so the round trip to the head overlaps the work instead of following it.
+//! On `Drain` it finishes the units in hand (the prefetched one included) and stops.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use super::backend::UnitBackend;
 use super::shard_loader::{CACHED_TIMEOUT, LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg};
 use crate::actors::messages::{
-    Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, UnitReport,
+    Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
 };
 use crate::actors::wire::Wire;
 use crate::data::{Dataset, ShardInfo, ShardReader};
@@ -24,7 +26,7 @@ use crate::engine::ExecModel;
 use crate::params::ParamSet;
 use crate::progress::LatencyRecorder;
 use crate::registry::{StrategyEntry, find_strategy};
-use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, WorkerId};
+use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, SweepId, WorkUnit, WorkerId};
 
 /// Messages of a [`Scorer`] (local).
 #[derive(Debug)]
@@ -60,6 +62,10 @@ pub struct ScorerArgs {
 pub struct ScorerState {
     args: ScorerArgs,
     draining: bool,
+    /// The request for the next unit, sent while the current one runs.
+    next: Option<Prefetch>,
+    /// The context of the last sweep it ran a unit of (further leases come without it).
+    context: Option<Arc<SweepContext>>,
 }
 
 /// A CPU scorer actor (one per core by default).
@@ -80,6 +86,8 @@ impl Actor for Scorer {
         Ok(ScorerState {
             args,
             draining: false,
+            next: None,
+            context: None,
         })
     }
 
@@ -92,71 +100,219 @@ impl Actor for Scorer {
         match msg {
             ScorerMsg::Drain => {
                 state.draining = true;
-                myself.stop(Some("drained".to_owned()));
+                // A prefetched unit is a unit in hand: the queued `Pull` runs it, then stops.
+                if state.next.is_none() {
+                    myself.stop(Some("drained".to_owned()));
+                }
             }
-            ScorerMsg::Pull if state.draining => myself.stop(Some("drained".to_owned())),
-            ScorerMsg::Pull => {
-                let retry = state.args.idle_retry;
-                let Some(supervisor) = find_supervisor() else {
-                    myself.send_after(retry, || ScorerMsg::Pull);
-                    return Ok(());
-                };
-                let cached = state
-                    .args
-                    .loader
-                    .call(ShardLoaderMsg::Cached, Some(CACHED_TIMEOUT))
-                    .await
-                    .ok()
-                    .and_then(|r| match r {
-                        CallResult::Success(c) => Some(c),
-                        _ => None,
-                    })
-                    .unwrap_or_default();
-                let request = LeaseRequest {
-                    worker: state.args.worker.clone(),
-                    cached,
-                    pending_only: false,
-                };
-                let asked = Instant::now();
-                let lease = supervisor
-                    .call(
-                        |r| SupervisorMsg::Lease(Wire(request), r),
-                        Some(state.args.rpc_timeout),
-                    )
-                    .await;
-                match lease {
-                    Ok(CallResult::Success(Wire(Some(lease)))) => {
-                        state.args.lease_latency.record(asked.elapsed());
-                        let batch = fill_batch(&state.args, &supervisor, lease).await;
-                        for report in run_batch(&state.args, batch).await {
-                            let evaluations = report.evaluations;
-                            // A supervisor gone meanwhile (the sweep ended through a speculative
-                            // copy, or the head died and will requeue) is no failure of ours.
-                            if supervisor
-                                .cast(SupervisorMsg::Report(Wire(report)))
-                                .is_err()
-                            {
-                                tracing::debug!(worker = %state.args.worker,
-                                    "the supervisor is gone; report dropped");
-                            }
-                            if let Some(agent) = &state.args.agent {
-                                let _ = agent.cast(NodeAgentMsg::UnitDone(evaluations));
-                            }
-                        }
-                        // Fails only while this scorer is being stopped: nothing to pull then.
-                        let _ = myself.cast(ScorerMsg::Pull);
-                    }
-                    Ok(CallResult::Success(Wire(None))) => {
-                        myself.send_after(retry, || ScorerMsg::Pull);
-                    }
-                    Ok(_) | Err(_) => {
-                        tracing::debug!(worker = %state.args.worker, "lease request failed; retrying");
-                        myself.send_after(retry, || ScorerMsg::Pull);
-                    }
+            ScorerMsg::Pull => pull(&myself, state).await,
+        }
+        Ok(())
+    }
+}
+
+/// Runs the next unit (the prefetched one, or one asked for now) and reports it.
+async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
+    let retry = state.args.idle_retry;
+    let (supervisor, answer) = match state.next.take() {
+        Some(Prefetch { supervisor, answer }) => {
+            let answer = answer.await.unwrap_or(LeaseAnswer::Failed);
+            // No pending unit was left for the prefetch: ask again at once, now
+            // allowing a speculative copy.
+            if matches!(answer, LeaseAnswer::NoWork) && !state.draining {
+                let _ = myself.cast(ScorerMsg::Pull);
+                return;
+            }
+            (supervisor, answer)
+        }
+        None if state.draining => {
+            myself.stop(Some("drained".to_owned()));
+            return;
+        }
+        None => {
+            let Some(supervisor) = find_supervisor() else {
+                myself.send_after(retry, || ScorerMsg::Pull);
+                return;
+            };
+            let holds = state.context.as_ref().map(|c| c.sweep_id.clone());
+            let request = state
+                .args
+                .request(cached_shards(&state.args).await, false, holds);
+            let answer = request_lease(&state.args, &supervisor, request).await;
+            (supervisor, answer)
+        }
+    };
+    let lease = match answer {
+        LeaseAnswer::Granted(lease) => {
+            match Leased::resolve(*lease, state.context.as_ref(), &state.args.worker) {
+                Ok(leased) => leased,
+                Err(orphan) => {
+                    let _ = supervisor.cast(SupervisorMsg::Report(Wire(*orphan)));
+                    let _ = myself.cast(ScorerMsg::Pull);
+                    return;
                 }
             }
         }
-        Ok(())
+        LeaseAnswer::NoWork | LeaseAnswer::Failed if state.draining => {
+            myself.stop(Some("drained".to_owned()));
+            return;
+        }
+        LeaseAnswer::NoWork => {
+            myself.send_after(retry, || ScorerMsg::Pull);
+            return;
+        }
+        LeaseAnswer::Failed => {
+            tracing::debug!(worker = %state.args.worker, "lease request failed; retrying");
+            myself.send_after(retry, || ScorerMsg::Pull);
+            return;
+        }
+    };
+    state.context = Some(Arc::clone(&lease.context));
+    if !state.draining {
+        state.next = Some(prefetch(&state.args, &supervisor, &lease).await);
+    }
+    let batch = fill_batch(&state.args, &supervisor, lease).await;
+    for report in run_batch(&state.args, batch).await {
+        let evaluations = report.evaluations;
+        // A supervisor gone meanwhile (the sweep ended through a speculative copy,
+        // or the head died and will requeue) is no failure of ours.
+        if supervisor
+            .cast(SupervisorMsg::Report(Wire(report)))
+            .is_err()
+        {
+            tracing::debug!(worker = %state.args.worker,
+                    "the supervisor is gone; report dropped");
+        }
+        if let Some(agent) = &state.args.agent {
+            let _ = agent.cast(NodeAgentMsg::UnitDone(evaluations));
+        }
+    }
+    // Fails only while this scorer is being stopped: nothing to pull then.
+    let _ = myself.cast(ScorerMsg::Pull);
+}
+
+/// A lease with its sweep's context (sent with the lease, or the one the scorer holds).
+struct Leased {
+    context: Arc<SweepContext>,
+    unit: WorkUnit,
+}
+
+impl Leased {
+    /// The lease with its context; a lease that came without it, for a sweep whose context
+    /// this scorer does not hold (never sent so), fails its unit, which is retried elsewhere.
+    fn resolve(
+        lease: Lease,
+        held: Option<&Arc<SweepContext>>,
+        worker: &WorkerId,
+    ) -> Result<Self, Box<UnitReport>> {
+        let context = match lease.context {
+            Some(context) => Some(Arc::new(context)),
+            None => held.filter(|c| c.sweep_id == lease.sweep_id).cloned(),
+        };
+        match context {
+            Some(context) => Ok(Self {
+                context,
+                unit: lease.unit,
+            }),
+            None => Err(Box::new(UnitReport {
+                sweep_id: lease.sweep_id,
+                worker: worker.clone(),
+                unit: lease.unit.id,
+                shard: lease.unit.shard,
+                results: Err(crash("a lease came without its sweep's context")),
+                evaluations: 0,
+                busy_ms: 0,
+            })),
+        }
+    }
+}
+
+/// What a lease request came back with.
+enum LeaseAnswer {
+    Granted(Box<Lease>),
+    /// The supervisor has nothing for this scorer now.
+    NoWork,
+    /// No answer (timeout, supervisor gone).
+    Failed,
+}
+
+/// The request for the next unit, sent while the unit in hand runs (so the round trip to the
+/// head is hidden behind the work), and who it went to.
+struct Prefetch {
+    supervisor: ActorRef<SupervisorMsg>,
+    answer: tokio::task::JoinHandle<LeaseAnswer>,
+}
+
+/// Asks `supervisor` for the unit after `current`, in the background: a pending unit only
+/// (never a speculative copy, which is left for a scorer with nothing in hand), preferring
+/// `current`'s shard and the others this node holds.
+async fn prefetch(
+    args: &ScorerArgs,
+    supervisor: &ActorRef<SupervisorMsg>,
+    current: &Leased,
+) -> Prefetch {
+    let mut cached = cached_shards(args).await;
+    let shard = current.unit.shard.id();
+    if !cached.contains(&shard) {
+        cached.insert(0, shard);
+    }
+    let request = args.request(cached, true, Some(current.context.sweep_id.clone()));
+    let (args, to) = (args.clone(), supervisor.clone());
+    Prefetch {
+        supervisor: supervisor.clone(),
+        answer: tokio::spawn(async move { request_lease(&args, &to, request).await }),
+    }
+}
+
+/// The shards the node's loader holds (none when it does not answer in time).
+async fn cached_shards(args: &ScorerArgs) -> Vec<crate::data::ShardId> {
+    args.loader
+        .call(ShardLoaderMsg::Cached, Some(CACHED_TIMEOUT))
+        .await
+        .ok()
+        .and_then(|r| match r {
+            CallResult::Success(c) => Some(c),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Sends one lease request and counts how long the grant took.
+async fn request_lease(
+    args: &ScorerArgs,
+    supervisor: &ActorRef<SupervisorMsg>,
+    request: LeaseRequest,
+) -> LeaseAnswer {
+    let asked = Instant::now();
+    let answer = supervisor
+        .call(
+            |r| SupervisorMsg::Lease(Wire(request), r),
+            Some(args.rpc_timeout),
+        )
+        .await;
+    match answer {
+        Ok(CallResult::Success(Wire(Some(lease)))) => {
+            args.lease_latency.record(asked.elapsed());
+            LeaseAnswer::Granted(Box::new(lease))
+        }
+        Ok(CallResult::Success(Wire(None))) => LeaseAnswer::NoWork,
+        Ok(_) | Err(_) => LeaseAnswer::Failed,
+    }
+}
+
+impl ScorerArgs {
+    fn request(
+        &self,
+        cached: Vec<crate::data::ShardId>,
+        pending_only: bool,
+        holds_context: Option<SweepId>,
+    ) -> LeaseRequest {
+        LeaseRequest {
+            worker: self.worker.clone(),
+            cached,
+            pending_only,
+            holds_context,
+        }
     }
 }
 
@@ -185,8 +341,8 @@ const MAX_BATCH_UNITS: usize = 64;
 async fn fill_batch(
     args: &ScorerArgs,
     supervisor: &ActorRef<SupervisorMsg>,
-    first: Lease,
-) -> Vec<Lease> {
+    first: Leased,
+) -> Vec<Leased> {
     let want = args
         .backend
         .as_ref()
@@ -194,13 +350,10 @@ async fn fill_batch(
         .map_or(0, |b| b.batch_sets());
     let (sweep, shard) = (first.context.sweep_id.clone(), first.unit.shard.clone());
     let mut sets = first.unit.sets.len();
+    let first_context = Arc::clone(&first.context);
     let mut batch = vec![first];
     while sets < want && batch.len() < MAX_BATCH_UNITS {
-        let request = LeaseRequest {
-            worker: args.worker.clone(),
-            cached: vec![shard.id()],
-            pending_only: true,
-        };
+        let request = args.request(vec![shard.id()], true, Some(sweep.clone()));
         let Ok(CallResult::Success(Wire(Some(lease)))) = supervisor
             .call(
                 |r| SupervisorMsg::Lease(Wire(request), r),
@@ -208,6 +361,9 @@ async fn fill_batch(
             )
             .await
         else {
+            break;
+        };
+        let Ok(lease) = Leased::resolve(lease, Some(&first_context), &args.worker) else {
             break;
         };
         let same = lease.context.sweep_id == sweep && lease.unit.shard == shard;
@@ -222,7 +378,7 @@ async fn fill_batch(
 
 /// Runs a batch of leases (see [`fill_batch`]): the units of the first shard in one call,
 /// a trailing unit of another shard on its own; one report per unit.
-async fn run_batch(args: &ScorerArgs, mut batch: Vec<Lease>) -> Vec<UnitReport> {
+async fn run_batch(args: &ScorerArgs, mut batch: Vec<Leased>) -> Vec<UnitReport> {
     let split = batch
         .iter()
         .position(|l| {
@@ -239,9 +395,9 @@ async fn run_batch(args: &ScorerArgs, mut batch: Vec<Lease>) -> Vec<UnitReport> 
 
 /// Runs leased units (one or more, of one shard of one sweep) in one call and builds a report
 /// per unit (busy time shared in proportion to parameter sets).
-async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> {
+async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport> {
     let started = Instant::now();
-    let context = leases[0].context.clone();
+    let context = Arc::clone(&leases[0].context);
     let shard = leases[0].unit.shard.clone();
     let mut places = Vec::new();
     let mut sets = Vec::new();
@@ -259,7 +415,8 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
     ) {
         (Ok(strategy), Ok(dataset)) => {
             let record = context.record_days;
-            run_unit(args, *strategy, dataset, &shard, sets, context.exec, record).await
+            let exec = context.exec.clone();
+            run_unit(args, *strategy, dataset, &shard, sets, exec, record).await
         }
         (Err(e), _) => (
             Err(CellFailure::new(
@@ -277,7 +434,7 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
     });
     leases
         .into_iter()
-        .map(|Lease { context, unit }| {
+        .map(|Leased { context, unit }| {
             let n = unit.sets.len();
             let results = match &mut outcomes {
                 Ok(all) => Ok(all
@@ -293,7 +450,7 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Lease>) -> Vec<UnitReport> 
                 Err(failure) => Err(failure.clone()),
             };
             UnitReport {
-                sweep_id: context.sweep_id,
+                sweep_id: context.sweep_id.clone(),
                 worker: args.worker.clone(),
                 unit: unit.id,
                 evaluations: rows * n as u64,

@@ -3,7 +3,10 @@
 //! * `gridtest ingest` — CSV or Parquet with any column names → the dataset layout.
 //! * `gridtest submit` — a sweep to a running head (strategy by registered name), with its
 //!   progress and leaderboard streamed back.
+//! * `gridtest list`, `gridtest cancel ID`, `gridtest follow ID` — the sweeps of a serving
+//!   head: all of them, cancel one, follow one to its leaderboard.
 //! * `gridtest report` — a persisted sweep's `report.html` drawn again from its files.
+//! * `gridtest completions SHELL` — the completion script.
 
 use std::path::PathBuf;
 
@@ -16,6 +19,7 @@ use gridtest::ingest::{IngestSpec, TsFormat, ingest};
 
 #[derive(Parser)]
 #[command(
+    version,
     about = "gridtest tools: ingest market data, submit sweeps to a running cluster, redraw a sweep's report"
 )]
 struct Cli {
@@ -29,8 +33,42 @@ enum Command {
     Ingest(Box<IngestArgs>),
     /// Submit a sweep to a running head and follow it.
     Submit(Box<gridtest::submit::SubmitArgs>),
+    /// List the sweeps a serving head knows: queued, running and ended.
+    List(gridtest::submit::ListArgs),
+    /// Cancel a queued or running sweep on a serving head.
+    Cancel(gridtest::submit::CancelArgs),
+    /// Follow any sweep of a serving head: its progress, then its leaderboard.
+    Follow(gridtest::submit::FollowArgs),
     /// Draw the report.html of a persisted sweep again, from its files under the results root.
     Report(ReportArgs),
+    /// Print the completion script of this command for a shell (bash, zsh, fish, elvish,
+    /// powershell), e.g. `gridtest completions bash > /etc/bash_completion.d/gridtest`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// What the input rows are.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum KindArg {
+    /// ts, price, size.
+    Ticks,
+    /// ts, open, high, low, close, volume.
+    Bars,
+}
+
+/// Unit of numeric timestamps since the epoch.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum TsUnitArg {
+    /// Seconds.
+    S,
+    /// Milliseconds.
+    Ms,
+    /// Microseconds.
+    Us,
+    /// Nanoseconds.
+    Ns,
 }
 
 #[derive(clap::Args)]
@@ -65,9 +103,9 @@ struct IngestArgs {
     /// Output dataset root (path, file:// or s3://).
     #[arg(long)]
     output: String,
-    /// ticks (ts, price, size) or bars (ts, open, high, low, close, volume).
-    #[arg(long, default_value = "ticks")]
-    kind: String,
+    /// What the rows are.
+    #[arg(long, value_enum, default_value_t = KindArg::Ticks)]
+    kind: KindArg,
     /// Column holding the symbol.
     #[arg(long, conflicts_with = "symbol")]
     symbol_col: Option<String>,
@@ -83,9 +121,9 @@ struct IngestArgs {
     /// Time zone of text timestamps without an offset (IANA name).
     #[arg(long, default_value = "UTC")]
     tz: String,
-    /// Read the timestamp column as a number since the epoch in this unit: s, ms, us or ns.
-    #[arg(long)]
-    ts_unit: Option<String>,
+    /// Read the timestamp column as a number since the epoch in this unit.
+    #[arg(long, value_enum)]
+    ts_unit: Option<TsUnitArg>,
     /// Value columns in order, comma-separated (ticks: price,size; bars: open,high,low,close,volume).
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -98,12 +136,11 @@ struct IngestArgs {
 }
 
 fn run_ingest(a: IngestArgs) -> anyhow::Result<()> {
-    let kind = match a.kind.as_str() {
-        "ticks" => DataKind::Ticks,
-        "bars" => DataKind::Bars,
-        other => anyhow::bail!("--kind must be ticks or bars, not {other}"),
+    let kind = match a.kind {
+        KindArg::Ticks => DataKind::Ticks,
+        KindArg::Bars => DataKind::Bars,
     };
-    let ts_format = match a.ts_unit.as_deref() {
+    let ts_format = match a.ts_unit {
         None => TsFormat::Text {
             format: a.ts_format,
             tz: a
@@ -111,11 +148,10 @@ fn run_ingest(a: IngestArgs) -> anyhow::Result<()> {
                 .parse()
                 .map_err(|e| anyhow::anyhow!("--tz {}: {e}", a.tz))?,
         },
-        Some("s") => TsFormat::Epoch(TimeUnit::Second),
-        Some("ms") => TsFormat::Epoch(TimeUnit::Millisecond),
-        Some("us") => TsFormat::Epoch(TimeUnit::Microsecond),
-        Some("ns") => TsFormat::Epoch(TimeUnit::Nanosecond),
-        Some(other) => anyhow::bail!("--ts-unit must be s, ms, us or ns, not {other}"),
+        Some(TsUnitArg::S) => TsFormat::Epoch(TimeUnit::Second),
+        Some(TsUnitArg::Ms) => TsFormat::Epoch(TimeUnit::Millisecond),
+        Some(TsUnitArg::Us) => TsFormat::Epoch(TimeUnit::Microsecond),
+        Some(TsUnitArg::Ns) => TsFormat::Epoch(TimeUnit::Nanosecond),
     };
     let spec = IngestSpec {
         inputs: a.inputs,
@@ -154,5 +190,13 @@ fn main() -> anyhow::Result<()> {
         Command::Ingest(a) => run_ingest(*a),
         Command::Submit(a) => gridtest::submit::run_submit(&a).map_err(Into::into),
         Command::Report(a) => run_report(a),
+        Command::List(a) => gridtest::submit::run_list(&a).map_err(Into::into),
+        Command::Cancel(a) => gridtest::submit::run_cancel(&a).map_err(Into::into),
+        Command::Follow(a) => gridtest::submit::run_follow(&a).map_err(Into::into),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "gridtest", &mut std::io::stdout());
+            Ok(())
+        }
     }
 }

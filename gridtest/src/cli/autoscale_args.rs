@@ -19,6 +19,7 @@ pub enum AutoscaleMode {
 
 /// Flags of the head's autoscaler (`docs/cluster.md`, *Elastic pools*).
 #[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Autoscaling")]
 pub struct AutoscaleArgs {
     /// Head: size the worker pools (--pool) from the work left: kube sets each StatefulSet's
     /// replicas (the ServiceAccount of deploy/rbac.yaml), metric only publishes

@@ -24,6 +24,7 @@ pub enum RoleChoice {
 
 /// Cluster flags (flattened into [`RunArgs`](crate::RunArgs)).
 #[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Cluster")]
 pub struct ClusterArgs {
     /// Role: local (the default), head, worker, or auto: from the pod name ($POD_NAME, else the
     /// hostname) `<name>-<n>`, the head when `n` is 0 and a worker of `<name>-0.<service>`

@@ -6,6 +6,7 @@ use crate::metrics::DrawdownSign;
 /// Metric conventions and the orders path's cash, lots and fees (`docs/execution-model.md`).
 /// Each flag overrides the sweep's execution model, and is recorded in the spec with it.
 #[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Execution")]
 pub struct ExecArgs {
     /// Annual risk-free rate subtracted in Sharpe and Sortino (a fraction, e.g. 0.02).
     #[arg(long, env = "GRIDTEST_RISK_FREE_RATE")]

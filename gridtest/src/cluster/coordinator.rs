@@ -11,8 +11,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::actors::SupervisorTiming;
 use crate::actors::messages::{
-    COORDINATORS, CoordinatorMsg, SCOPE, SUPERVISORS, Submitted, SupervisorMsg, SweepRequest,
-    SweepState,
+    COORDINATORS, CoordinatorMsg, SCOPE, SUPERVISORS, Submitted, SupervisorMsg, SweepEntry,
+    SweepRequest, SweepState,
 };
 use crate::actors::wire::Wire;
 use crate::execute::{NodeSetup, Plan, RunOptions, execute, plan};
@@ -40,6 +40,12 @@ pub struct CoordinatorState {
     /// cancellation token has stopped the sweep cleanly.
     running_task: Option<tokio::task::JoinHandle<()>>,
     states: HashMap<SweepId, SweepState>,
+    /// Every sweep known, in the order submitted: (id, strategy, submitted at, ms).
+    submitted: Vec<(SweepId, String, u64)>,
+    /// Stops the running sweep alone (a child of the head's token).
+    running_cancel: Option<tokio_util::sync::CancellationToken>,
+    /// Sweeps cancelled while they ran: they end as cancelled, not failed.
+    cancelled: std::collections::HashSet<SweepId>,
 }
 
 /// How long a stopping coordinator waits for its running sweep to flush its ledger.
@@ -50,6 +56,39 @@ const STOP_GRACE: Duration = Duration::from_secs(60);
 pub struct Coordinator;
 
 impl Coordinator {
+    /// Cancels sweep `id`: a queued one leaves the queue at once; a running one is stopped
+    /// cleanly (it ends as cancelled when its run returns).
+    fn cancel(state: &mut CoordinatorState, id: &SweepId) -> Result<SweepState, String> {
+        if let Some(at) = state.queue.iter().position(|(queued, _, _)| queued == id) {
+            state.queue.remove(at);
+            for (i, (queued, _, _)) in state.queue.iter().enumerate() {
+                let ahead = i + usize::from(state.running.is_some());
+                state
+                    .states
+                    .insert(queued.clone(), SweepState::Queued { ahead });
+            }
+            state.states.insert(id.clone(), SweepState::Cancelled);
+            tracing::info!(sweep = %id, "queued sweep cancelled");
+            return Ok(SweepState::Cancelled);
+        }
+        if state.running.as_ref() == Some(id) {
+            if let Some(token) = &state.running_cancel {
+                token.cancel();
+            }
+            state.cancelled.insert(id.clone());
+            tracing::info!(sweep = %id, "running sweep cancelled: stopping it cleanly");
+            return Ok(state
+                .states
+                .get(id)
+                .cloned()
+                .unwrap_or(SweepState::Cancelled));
+        }
+        match state.states.get(id) {
+            Some(ended) => Err(format!("sweep {id} has ended already ({})", ended.label())),
+            None => Err(format!("this head knows no sweep {id}")),
+        }
+    }
+
     fn start_next(myself: &ActorRef<CoordinatorMsg>, state: &mut CoordinatorState) {
         if state.running.is_some() {
             return;
@@ -77,9 +116,12 @@ impl Coordinator {
             scorers: state.args.opts.threads,
             timing: state.args.timing,
         };
+        let cancel = state.args.opts.cancel.child_token();
+        state.running_cancel = Some(cancel.clone());
         let opts = crate::execute::RunOptions {
             rank_by: request.rank_by,
             results: Some(state.args.results.clone()),
+            cancel,
             ..state.args.opts.clone()
         };
         let persisted_at = state.args.results.join(&format!("sweeps/{id}")).to_string();
@@ -131,6 +173,9 @@ impl Actor for Coordinator {
             running: None,
             running_task: None,
             states: HashMap::new(),
+            submitted: Vec::new(),
+            running_cancel: None,
+            cancelled: std::collections::HashSet::new(),
         })
     }
 
@@ -166,7 +211,12 @@ impl Actor for Coordinator {
                     Err(e) => Err(e.to_string()),
                     Ok(planned) => {
                         let id = planned.sweep_id();
-                        if let Some(known) = state.states.get(&id) {
+                        // A cancelled sweep submitted again runs again (resuming its ledger).
+                        if let Some(known) = state
+                            .states
+                            .get(&id)
+                            .filter(|s| !matches!(s, SweepState::Cancelled))
+                        {
                             Ok(Submitted {
                                 sweep_id: id,
                                 state: known.clone(),
@@ -175,6 +225,13 @@ impl Actor for Coordinator {
                             let ahead = state.queue.len() + usize::from(state.running.is_some());
                             let queued = SweepState::Queued { ahead };
                             state.states.insert(id.clone(), queued.clone());
+                            let now = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                            state.submitted.retain(|(known, _, _)| *known != id);
+                            state
+                                .submitted
+                                .push((id.clone(), request.sweep.strategy.clone(), now));
                             state.queue.push_back((id.clone(), planned, *request));
                             tracing::info!(sweep = %id, ahead, "sweep submitted");
                             Ok(Submitted {
@@ -212,11 +269,37 @@ impl Actor for Coordinator {
                 let _ = reply.send(Wire(current));
             }
             CoordinatorMsg::Finished(Wire(id), Wire(ended)) => {
+                let ended = if state.cancelled.remove(&id) {
+                    SweepState::Cancelled
+                } else {
+                    ended
+                };
                 tracing::info!(sweep = %id, state = ?std::mem::discriminant(&ended), "submitted sweep ended");
                 state.states.insert(id, ended);
                 state.running = None;
                 state.running_task = None;
+                state.running_cancel = None;
                 Self::start_next(&myself, state);
+            }
+            CoordinatorMsg::List(reply) => {
+                let entries = state
+                    .submitted
+                    .iter()
+                    .map(|(id, strategy, at)| SweepEntry {
+                        sweep_id: id.clone(),
+                        strategy: strategy.clone(),
+                        submitted_ms: *at,
+                        state: state
+                            .states
+                            .get(id)
+                            .cloned()
+                            .unwrap_or(SweepState::Cancelled),
+                    })
+                    .collect();
+                let _ = reply.send(Wire(entries));
+            }
+            CoordinatorMsg::Cancel(Wire(id), reply) => {
+                let _ = reply.send(Wire(Self::cancel(state, &id)));
             }
         }
         Ok(())

@@ -17,10 +17,12 @@ pub(super) fn open_spool(
         .tempdir()
         .map_err(|e| output_error(&std::env::temp_dir(), e))?;
     let mut spool = CellSpool::create(&workspace.path().join("cells"), &plan.spec.shards)?;
+    let spec_json = plan.spec.to_json();
     let subject = output::Subject {
         grid: &plan.spec.grid,
         shards: &plan.spec.shards,
         metric,
+        spec_json: Some(&spec_json),
     };
     let mut render = OrderedRender::start(&subject, &workspace.path().join("out"))?;
     for cell in &resumed {

@@ -95,6 +95,16 @@ pub enum GridProblem {
         /// The field's Rust type.
         rust_type: String,
     },
+    /// A choice the field's enum does not have (a typo).
+    #[error("axis `{axis}` value `{value}` is not one of `{axis}`'s choices: {choices}")]
+    NotAChoice {
+        /// The axis.
+        axis: String,
+        /// The offending value.
+        value: String,
+        /// The choices the field accepts.
+        choices: String,
+    },
     /// A NaN or infinite float.
     #[error("axis `{axis}` holds a non-finite value {value}")]
     NonFinite {
@@ -350,7 +360,17 @@ impl Grid {
                     expected: fields.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
                 }),
                 Some(field) => {
-                    if let Some(bad) = axis.values.iter().find(|v| !(field.fits)(v)) {
+                    let not_a_choice = |v: &&ParamValue| {
+                        matches!(v, ParamValue::Choice(c) if !field.choices.is_empty()
+                            && !field.choices.contains(&c.as_str()))
+                    };
+                    if let Some(bad) = axis.values.iter().find(not_a_choice) {
+                        problems.push(GridProblem::NotAChoice {
+                            axis: axis.name.clone(),
+                            value: bad.to_string(),
+                            choices: field.choices.join(", "),
+                        });
+                    } else if let Some(bad) = axis.values.iter().find(|v| !(field.fits)(v)) {
                         problems.push(GridProblem::TypeMismatch {
                             axis: axis.name.clone(),
                             value: bad.to_string(),

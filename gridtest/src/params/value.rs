@@ -133,6 +133,20 @@ impl From<usize> for ParamValue {
     }
 }
 
+impl From<u64> for ParamValue {
+    /// # Panics
+    /// Panics if the value exceeds `i64::MAX` (no realistic grid does).
+    fn from(v: u64) -> Self {
+        Self::Int(i64::try_from(v).expect("grid integer exceeds i64::MAX"))
+    }
+}
+
+impl From<isize> for ParamValue {
+    fn from(v: isize) -> Self {
+        Self::Int(i64::try_from(v).expect("isize fits i64"))
+    }
+}
+
 impl From<f64> for ParamValue {
     fn from(v: f64) -> Self {
         Self::Float(v)

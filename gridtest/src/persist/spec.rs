@@ -47,6 +47,13 @@ pub struct SweepSpec {
 }
 
 impl SweepSpec {
+    /// The spec as written to `spec.json` (pretty JSON; the sweep id hashes the spec, not this
+    /// text).
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("specs serialise")
+    }
+
     /// The spec of `sweep` resolved against its dataset: the shards its selection planned and
     /// every file their listing saw, with the current gridtest and execution-model versions.
     #[must_use]

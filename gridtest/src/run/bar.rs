@@ -20,7 +20,7 @@ impl Bar {
         feed: &ProgressFeed,
         wanted: bool,
     ) -> Self {
-        if !wanted || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        if !wanted || !bar_wanted() {
             return Self {
                 bar: None,
                 task: None,
@@ -34,6 +34,7 @@ impl Bar {
             .expect("valid template"),
         );
         bar.enable_steady_tick(Duration::from_millis(200));
+        super::logging::show_bar(&bar);
         let mut seen = feed.subscribe();
         let drawn = bar.clone();
         let task = runtime.spawn(async move {
@@ -61,6 +62,7 @@ impl Bar {
             task.abort();
         }
         if let Some(bar) = self.bar.take() {
+            super::logging::forget_bar();
             bar.finish_and_clear();
         }
     }
@@ -70,4 +72,17 @@ impl Drop for Bar {
     fn drop(&mut self) {
         self.clear();
     }
+}
+
+/// A bar is drawn on a terminal that can redraw a line (not `TERM=dumb`) and has a width.
+fn bar_wanted() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+        && console_width().is_some_and(|w| w >= 40)
+}
+
+/// The terminal's width in columns, when it reports one.
+fn console_width() -> Option<u16> {
+    let (_, cols) = console::Term::stderr().size_checked()?;
+    (cols > 0).then_some(cols)
 }

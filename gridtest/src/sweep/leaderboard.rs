@@ -3,7 +3,11 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::presets::{ASCII_FULL_CONDENSED, UTF8_FULL_CONDENSED};
+use comfy_table::{Cell, ContentArrangement, Table};
+
+/// Terminal width below which the leaderboard is printed at its natural width, not fitted.
+pub const MIN_FITTED_WIDTH: u16 = 60;
 use serde::Serialize;
 
 use crate::metrics::{DrawdownSign, Metrics, RankMetric};
@@ -264,13 +268,36 @@ impl BestRows {
 }
 
 impl Leaderboard {
-    /// The best `top` rows as a table for the terminal.
+    /// The best `top` rows as a table for the terminal: fitted to its width when it has a
+    /// usable one, at natural width otherwise (a pipe, or a pseudo-terminal that reports no
+    /// size, e.g. `docker run -t`); plain ASCII on a `TERM=dumb` terminal.
     #[must_use]
     pub fn table(&self, top: usize) -> Table {
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        self.table_within(top, Table::new().width(), dumb)
+    }
+
+    /// [`Leaderboard::table`] for a terminal `width` columns wide (`None`: unknown), in ASCII
+    /// when `ascii`. Below [`MIN_FITTED_WIDTH`] columns no fitting is tried: the rows keep
+    /// their natural width rather than wrap to a character per line.
+    #[must_use]
+    pub fn table_within(&self, top: usize, width: Option<u16>, ascii: bool) -> Table {
         let mut table = Table::new();
-        table
-            .load_preset(UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic);
+        table.load_preset(if ascii {
+            ASCII_FULL_CONDENSED
+        } else {
+            UTF8_FULL_CONDENSED
+        });
+        match width {
+            Some(w) if w >= MIN_FITTED_WIDTH => {
+                table
+                    .set_width(w)
+                    .set_content_arrangement(ContentArrangement::Dynamic);
+            }
+            _ => {
+                table.set_content_arrangement(ContentArrangement::Disabled);
+            }
+        }
         let mut header: Vec<String> = vec!["rank".into()];
         header.extend(self.axes.iter().cloned());
         header.extend(
@@ -458,5 +485,23 @@ mod tests {
         assert_eq!(shown(&negative), "-12.50%");
         assert_eq!(negative.rows[0].max_drawdown, 0.125);
         assert_eq!(negative.rows[0].worst_drawdown, 0.125);
+    }
+
+    #[test]
+    fn a_terminal_with_no_width_gets_whole_rows_and_a_wide_one_a_fitted_table() {
+        let board = board(0.125, DrawdownSign::Positive);
+        for width in [None, Some(0), Some(1), Some(MIN_FITTED_WIDTH - 1)] {
+            let text = board.table_within(1, width, false).to_string();
+            // Header, rule, one row and the frame: no cell wrapped onto further lines.
+            assert_eq!(text.lines().count(), 5, "{width:?}:\n{text}");
+            assert!(
+                text.contains("12.50%") && text.contains("closed trades"),
+                "{text}"
+            );
+        }
+        let fitted = board.table_within(1, Some(80), false).to_string();
+        assert!(fitted.lines().all(|l| l.chars().count() <= 80), "{fitted}");
+        let ascii = board.table_within(1, None, true).to_string();
+        assert!(ascii.is_ascii(), "{ascii}");
     }
 }

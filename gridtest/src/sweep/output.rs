@@ -53,9 +53,16 @@ pub const COST_JSON: &str = "cost.json";
 pub const RETURNS_PARQUET: &str = "returns.parquet";
 /// The fills of the cell `report.html` lists (the best set on the first shard).
 pub const BEST_TRADES_JSON: &str = "best_trades.json";
+/// What was run: the sweep's spec (also in `results.parquet`'s key-value metadata under
+/// [`SPEC_METADATA_KEY`]), so a local output folder says which data, grid, conventions and
+/// code produced it.
+pub const SPEC_JSON: &str = "spec.json";
+/// The key of the spec in `results.parquet`'s metadata.
+pub const SPEC_METADATA_KEY: &str = "gridtest.spec";
 /// Output files a sweep writes only in some runs: copied when present, removed from the target
 /// when not (so no stale report survives beside fresh results).
-pub const OPTIONAL_FILES: [&str; 5] = [
+pub const OPTIONAL_FILES: [&str; 6] = [
+    SPEC_JSON,
     RESEARCH_JSON,
     RETURNS_PARQUET,
     BEST_TRADES_JSON,
@@ -70,6 +77,14 @@ fn present_files(from: &Path) -> Vec<&'static str> {
         .into_iter()
         .filter(|n| from.join(n).is_file());
     OUTPUT_FILES.into_iter().chain(optional).collect()
+}
+
+/// The optional files a copy of `names` removes from its target: all absent ones but the spec
+/// (a results root's `spec.json` is the ledger's, written before any output).
+fn stale_files<'a>(names: &'a [&str]) -> impl Iterator<Item = &'static str> + 'a {
+    OPTIONAL_FILES
+        .into_iter()
+        .filter(move |n| *n != SPEC_JSON && !names.contains(n))
 }
 
 /// Memory DataFusion may use to sort a spool before it spills to disk.
@@ -111,6 +126,8 @@ pub struct Subject<'a> {
     pub shards: &'a [Shard],
     /// The ranking metric.
     pub metric: RankMetric,
+    /// The sweep's spec as JSON, written as `spec.json` and into `results.parquet`.
+    pub spec_json: Option<&'a str>,
 }
 
 /// Renders the output files of `spool` into `dir` (created).
@@ -230,6 +247,10 @@ impl Pass {
     /// A pass writing into `dir` (created), with its per-set rows spooled in `dir/.board`.
     fn new(subject: &Subject<'_>, dir: &Path) -> Result<Self, SweepError> {
         std::fs::create_dir_all(dir).map_err(|e| output_error(dir, e))?;
+        if let Some(spec) = subject.spec_json {
+            let path = dir.join(SPEC_JSON);
+            std::fs::write(&path, spec).map_err(|e| output_error(&path, e))?;
+        }
         let board_dir = dir.join(".board");
         let axes: Vec<String> = subject.grid.axes().iter().map(|a| a.name.clone()).collect();
         Ok(Self {
@@ -237,7 +258,7 @@ impl Pass {
             shards: subject.shards.to_vec(),
             expander: subject.grid.expander(),
             shard_texts: subject.shards.iter().map(ShardText::new).collect(),
-            cells: CellWriter::create(dir, subject.grid)?,
+            cells: CellWriter::create(dir, subject.grid, subject.spec_json)?,
             board: BoardSpool::create(&board_dir, subject.metric)?,
             board_dir,
             best: BestRows::new(subject.metric, LEADERBOARD_ROWS),
@@ -399,7 +420,7 @@ pub fn write_all(from: &Path, dir: &Path) -> Result<(), SweepError> {
             return Err(output_error(target, e));
         }
     }
-    for stale in OPTIONAL_FILES.iter().filter(|n| !names.contains(n)) {
+    for stale in stale_files(&names) {
         let _ = std::fs::remove_file(dir.join(stale));
     }
     Ok(())
@@ -430,8 +451,8 @@ pub async fn write_to_store(from: &Path, location: &Location) -> Result<(), Swee
         reason: e.to_string(),
     })?;
     let names = present_files(from);
-    for stale in OPTIONAL_FILES.iter().filter(|n| !names.contains(n)) {
-        let _ = store.delete(&dir.clone().join(*stale)).await;
+    for stale in stale_files(&names) {
+        let _ = store.delete(&dir.clone().join(stale)).await;
     }
     for name in names {
         let path = dir.clone().join(name);

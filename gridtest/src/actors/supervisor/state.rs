@@ -88,31 +88,7 @@ impl SupervisorState {
     pub(super) fn log_progress(&self) {
         let Some(ledger) = &self.ledger else { return };
         let elapsed = self.fleet.compute_wall(Instant::now()).as_secs_f64();
-        let nodes: Vec<String> = self
-            .fleet
-            .nodes()
-            .iter()
-            .map(|(name, n)| {
-                format!(
-                    "{name}:{:.0}cells/s{}{}{}",
-                    n.stats.cells as f64 / elapsed.max(1e-9),
-                    if n.alive { "" } else { "(lost)" },
-                    if n.stats.slow { "(slow)" } else { "" },
-                    if n.telemetry.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            "[{}]",
-                            n.telemetry
-                                .iter()
-                                .map(ToString::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    }
-                )
-            })
-            .collect();
+        let nodes = nodes_line(&self.fleet, elapsed);
         let stats = ledger.stats();
         let gpus: Vec<String> = self
             .fleet
@@ -144,7 +120,7 @@ impl SupervisorState {
             requeued = stats.requeued,
             speculative = stats.speculative,
             duplicates = stats.duplicate_cells,
-            nodes = nodes.join(" "),
+            nodes = nodes,
             gpu_scorers = gpus.join(" "),
             "progress"
         );
@@ -170,8 +146,11 @@ impl SupervisorState {
             ledger.lease(&request.worker, &request.cached)
         }?;
         self.fleet.leased(now);
+        let sweep_id = &self.context.sweep_id;
         Some(Lease {
-            context: self.context.clone(),
+            sweep_id: sweep_id.clone(),
+            context: (request.holds_context.as_ref() != Some(sweep_id))
+                .then(|| self.context.clone()),
             unit,
         })
     }
@@ -236,4 +215,60 @@ impl SupervisorState {
             self.log_progress();
         }
     }
+}
+
+/// Nodes listed one by one in a progress line up to this many; past it, summarised.
+pub(super) const NODES_LISTED: usize = 8;
+
+/// The progress line's account of the nodes: each one (`name:N cells/s`, lost, slow, its GPU
+/// readings) for a few nodes; for more, how many are up, lost and slow, the median and 95th
+/// percentile of their speeds and the three slowest, so that a line stays short at any size.
+fn nodes_line(fleet: &Fleet, elapsed: f64) -> String {
+    let nodes = fleet.nodes();
+    let speed = |n: &crate::sweep::NodeView| n.stats.cells as f64 / elapsed.max(1e-9);
+    if nodes.len() <= NODES_LISTED {
+        return nodes
+            .iter()
+            .map(|(name, n)| {
+                let telemetry = if n.telemetry.is_empty() {
+                    String::new()
+                } else {
+                    let readings: Vec<String> =
+                        n.telemetry.iter().map(ToString::to_string).collect();
+                    format!("[{}]", readings.join(", "))
+                };
+                format!(
+                    "{name}:{:.0}cells/s{}{}{telemetry}",
+                    speed(n),
+                    if n.alive { "" } else { "(lost)" },
+                    if n.stats.slow { "(slow)" } else { "" },
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    let mut up: Vec<(f64, &str)> = nodes
+        .iter()
+        .filter(|(_, n)| n.alive)
+        .map(|(name, n)| (speed(n), name.as_str()))
+        .collect();
+    up.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let lost = nodes.len() - up.len();
+    let slow = nodes.values().filter(|n| n.alive && n.stats.slow).count();
+    let quantile = |q: f64| {
+        up.get(((up.len() as f64 - 1.0) * q).round() as usize)
+            .map_or(0.0, |s| s.0)
+    };
+    let slowest: Vec<String> = up
+        .iter()
+        .take(3)
+        .map(|(s, name)| format!("{name}:{s:.0}"))
+        .collect();
+    format!(
+        "{} up, {lost} lost, {slow} slow; cells/s per node p50 {:.0}, p95 {:.0}; slowest {}",
+        up.len(),
+        quantile(0.5),
+        quantile(0.95),
+        slowest.join(" ")
+    )
 }

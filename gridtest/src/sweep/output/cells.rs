@@ -11,17 +11,18 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch,
-    StringBuilder,
+    Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder,
+    RecordBatch, StringBuilder,
 };
 use datafusion::arrow::datatypes::{
-    DataType, Field, Float64Type, Int64Type, Schema, SchemaRef, UInt64Type,
+    DataType, Date32Type, Field, Float64Type, Int64Type, Schema, SchemaRef, UInt64Type,
 };
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::Compression;
+use datafusion::parquet::file::metadata::KeyValue;
 use datafusion::parquet::file::properties::WriterProperties;
 
-use super::{OUTPUT_BATCH, RESULTS_CSV, RESULTS_PARQUET, output_error};
+use super::{OUTPUT_BATCH, RESULTS_CSV, RESULTS_PARQUET, SPEC_METADATA_KEY, output_error};
 use crate::data::Shard;
 use crate::metrics::METRIC_COLUMNS;
 use crate::params::{Grid, ParamKind, ParamSet, ParamSetId, ParamValue};
@@ -42,17 +43,25 @@ impl SetText {
     }
 }
 
-/// A shard's text: its symbol and its full name.
+/// A shard as its cells' rows show it: its symbol, its full name, its first and last date
+/// (days since 1970-01-01, Arrow's `Date32`).
 pub(super) struct ShardText {
     symbol: String,
     name: String,
+    first: i32,
+    last: i32,
 }
 
 impl ShardText {
     pub(super) fn new(shard: &Shard) -> Self {
+        let days = |d: chrono::NaiveDate| {
+            i32::try_from((d - chrono::NaiveDate::default()).num_days()).unwrap_or(i32::MAX)
+        };
         Self {
             symbol: shard.symbol().to_owned(),
             name: shard.to_string(),
+            first: days(shard.first()),
+            last: days(shard.last()),
         }
     }
 }
@@ -165,7 +174,22 @@ fn display_value(column: &ArrayRef, row: usize, text: &mut String) -> Result<(),
     let written = match column.data_type() {
         DataType::Int64 => write!(text, "{}", column.as_primitive::<Int64Type>().value(row)),
         DataType::UInt64 => write!(text, "{}", column.as_primitive::<UInt64Type>().value(row)),
-        DataType::Float64 => write!(text, "{}", column.as_primitive::<Float64Type>().value(row)),
+        // `{:?}` keeps the decimal point of a whole number (`20.0`, not `20`), so a CSV reader
+        // infers the same float column as the Parquet file's, and reads the value back bit for
+        // bit (`1e-7`, `NaN` and `inf` are its other forms).
+        DataType::Float64 => write!(
+            text,
+            "{:?}",
+            column.as_primitive::<Float64Type>().value(row)
+        ),
+        DataType::Date32 => write!(
+            text,
+            "{}",
+            chrono::NaiveDate::default()
+                + chrono::Days::new(
+                    u64::try_from(column.as_primitive::<Date32Type>().value(row)).unwrap_or(0)
+                )
+        ),
         DataType::Boolean => write!(text, "{}", column.as_boolean().value(row)),
         DataType::Utf8 => {
             text.push_str(column.as_string::<i32>().value(row));
@@ -187,12 +211,19 @@ pub(super) struct CellWriter {
     metrics: Vec<MetricBuilder>,
     id: StringBuilder,
     shard: StringBuilder,
-    error: StringBuilder,
+    first_date: Date32Builder,
+    last_date: Date32Builder,
+    error_kind: StringBuilder,
+    error_message: StringBuilder,
     buffered: usize,
 }
 
 impl CellWriter {
-    pub(super) fn create(dir: &Path, grid: &Grid) -> Result<Self, SweepError> {
+    pub(super) fn create(
+        dir: &Path,
+        grid: &Grid,
+        spec_json: Option<&str>,
+    ) -> Result<Self, SweepError> {
         let axes: Vec<String> = grid.axes().iter().map(|a| a.name.clone()).collect();
         let kinds: Vec<ParamKind> = grid
             .axes()
@@ -217,6 +248,10 @@ impl CellWriter {
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(Some(RESULTS_ROW_GROUP))
+            .set_key_value_metadata(
+                spec_json
+                    .map(|spec| vec![KeyValue::new(SPEC_METADATA_KEY.to_owned(), spec.to_owned())]),
+            )
             .build();
         let file = File::create(&parquet_path).map_err(|e| output_error(&parquet_path, e))?;
         let writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(props))
@@ -232,7 +267,10 @@ impl CellWriter {
             metrics: METRIC_COLUMNS.iter().map(MetricBuilder::new).collect(),
             id: StringBuilder::new(),
             shard: StringBuilder::new(),
-            error: StringBuilder::new(),
+            first_date: Date32Builder::new(),
+            last_date: Date32Builder::new(),
+            error_kind: StringBuilder::new(),
+            error_message: StringBuilder::new(),
             buffered: 0,
         })
     }
@@ -254,15 +292,19 @@ impl CellWriter {
                 for (b, c) in self.metrics.iter_mut().zip(&METRIC_COLUMNS) {
                     b.append((c.value)(m));
                 }
-                self.error.append_null();
+                self.error_kind.append_null();
+                self.error_message.append_null();
             }
             Err(f) => {
                 self.metrics.iter_mut().for_each(MetricBuilder::append_null);
-                self.error.append_value(f.to_string());
+                self.error_kind.append_value(f.kind.to_string());
+                self.error_message.append_value(&f.message);
             }
         }
         self.id.append_value(&text.id);
         self.shard.append_value(&shard.name);
+        self.first_date.append_value(shard.first);
+        self.last_date.append_value(shard.last);
         self.buffered += 1;
         if self.buffered >= OUTPUT_BATCH {
             self.write_batch()?;
@@ -279,7 +321,10 @@ impl CellWriter {
         columns.extend(self.metrics.iter_mut().map(MetricBuilder::finish));
         columns.push(Arc::new(self.id.finish()));
         columns.push(Arc::new(self.shard.finish()));
-        columns.push(Arc::new(self.error.finish()));
+        columns.push(Arc::new(self.first_date.finish()));
+        columns.push(Arc::new(self.last_date.finish()));
+        columns.push(Arc::new(self.error_kind.finish()));
+        columns.push(Arc::new(self.error_message.finish()));
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)
             .map_err(|e| output_error(&self.parquet.path, e))?;
         self.csv.write(batch.clone())?;
@@ -296,8 +341,9 @@ impl CellWriter {
     }
 }
 
-/// The columns of `results.parquet`: the axes (typed), `symbol`, the metrics, `param_set_id`,
-/// `shard`, `error`.
+/// The columns of `results.parquet` (and `results.csv`): the axes (typed), `symbol`, the
+/// metrics, `param_set_id`, `shard` (its name), `first_date` and `last_date` (its dates),
+/// `error_kind` and `error_message` (a failed cell's, else empty).
 fn results_schema(axes: &[String], kinds: &[ParamKind]) -> SchemaRef {
     let mut fields: Vec<Field> = axes
         .iter()
@@ -308,7 +354,10 @@ fn results_schema(axes: &[String], kinds: &[ParamKind]) -> SchemaRef {
     fields.extend(metric_fields());
     fields.push(Field::new("param_set_id", DataType::Utf8, false));
     fields.push(Field::new("shard", DataType::Utf8, false));
-    fields.push(Field::new("error", DataType::Utf8, true));
+    fields.push(Field::new("first_date", DataType::Date32, false));
+    fields.push(Field::new("last_date", DataType::Date32, false));
+    fields.push(Field::new("error_kind", DataType::Utf8, true));
+    fields.push(Field::new("error_message", DataType::Utf8, true));
     Arc::new(Schema::new(fields))
 }
 

@@ -68,6 +68,7 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
         grid: &grid,
         shards: &shards,
         metric: RankMetric::Sharpe,
+        spec_json: None,
     };
     let out = work.path().join("out");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -236,6 +237,7 @@ fn outputs_written_during_the_sweep_equal_those_rendered_at_the_end() {
         grid: &grid,
         shards: &shards,
         metric: RankMetric::Sharpe,
+        spec_json: None,
     };
     let work = tempfile::tempdir().unwrap();
     let cells = unit_order(&shards, &places);

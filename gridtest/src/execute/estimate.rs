@@ -1,0 +1,188 @@
+//! What a sweep will cost, before it runs (`--dry-run`): the dataset listed and every shard's
+//! footers read as for a run, the grid counted, the work cut into units, and the engine timed
+//! on the smallest shard with a few of the grid's sets to extrapolate the time.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::RunOptions;
+use super::plan::plan;
+use super::units::plan_units;
+use crate::data::{ShardInfo, ShardReader};
+use crate::error::Result;
+use crate::sweep::{CellOutcome, Sweep, SweepId};
+
+/// Parameter sets timed on one shard to estimate the engine's speed.
+pub const CALIBRATION_SETS: usize = 16;
+
+/// A sweep planned but not run.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepEstimate {
+    /// The sweep's id (what a run of it would persist under).
+    pub sweep_id: SweepId,
+    /// Registered strategy name.
+    pub strategy: String,
+    /// Dataset root.
+    pub dataset: String,
+    /// Parameter sets of the grid (constraints and sampling applied).
+    pub param_sets: u64,
+    /// Shards (one per symbol or universe).
+    pub shards: usize,
+    /// Their names (`SYMBOL:FIRST..LAST`).
+    pub shard_names: Vec<String>,
+    /// Shards whose files cannot be read, with why: their cells would fail.
+    pub unreadable_shards: Vec<String>,
+    /// Cells: parameter sets × shards.
+    pub cells: u64,
+    /// Work units the cells are cut into (cells persisted already are not looked up).
+    pub units: usize,
+    /// Tick-parameter evaluations (events of each shard × its sets).
+    pub evaluations: u64,
+    /// Events over all shards.
+    pub events: u64,
+    /// Scorer threads of this node.
+    pub threads: usize,
+    /// The timing the estimate extrapolates (none when no shard could be read).
+    pub calibration: Option<Calibration>,
+    /// Estimated compute time on this node's threads, seconds (none without a calibration).
+    pub estimated_seconds: Option<f64>,
+    /// Memory the run will need.
+    pub memory: MemoryEstimate,
+}
+
+/// The engine timed on one shard.
+#[derive(Clone, Debug, Serialize)]
+pub struct Calibration {
+    /// The shard it ran on.
+    pub shard: String,
+    /// Parameter sets it ran.
+    pub sets: usize,
+    /// Evaluations it took.
+    pub evaluations: u64,
+    /// Seconds it took (loading excluded).
+    pub seconds: f64,
+    /// Evaluations per second of one thread.
+    pub evaluations_per_second: f64,
+}
+
+/// Bytes a run needs beyond the binary.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryEstimate {
+    /// Shards held in memory at once: the largest ones that fit the cache budget.
+    pub shard_cache_bytes: u64,
+    /// The largest shard in memory (larger than the budget: streamed instead).
+    pub largest_shard_bytes: u64,
+    /// The cells' metrics.
+    pub results_bytes: u64,
+    /// The sets' daily returns (when recorded; capped by `--returns-mb`).
+    pub returns_bytes: u64,
+    /// All of the above.
+    pub total_bytes: u64,
+}
+
+/// Plans `sweep` as [`run_sweep`](super::run_sweep) would, times the engine on a few of its
+/// sets, and says what the whole would cost on `opts.threads` threads. Computes no cell.
+///
+/// # Errors
+/// As the planning of [`run_sweep`](super::run_sweep): an invalid sweep, an unreadable
+/// dataset listing.
+pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate> {
+    let plan = plan(sweep).await?;
+    let threads = opts.threads.max(1);
+    let planned = plan_units(
+        &plan,
+        std::collections::BTreeMap::new(),
+        opts.unit_evals,
+        threads,
+    )?;
+    let readable: Vec<&ShardInfo> = plan.infos.iter().filter_map(|i| i.as_ref().ok()).collect();
+    let unreadable_shards = plan
+        .spec
+        .shards
+        .iter()
+        .zip(&plan.infos)
+        .filter_map(|(s, i)| i.as_ref().err().map(|e| format!("{s}: {e}")))
+        .collect();
+    let mut sizes: Vec<u64> = readable.iter().map(|i| i.bytes_in_memory()).collect();
+    sizes.sort_unstable();
+    let shard_cache_bytes = sizes
+        .iter()
+        .scan(0u64, |held, b| {
+            *held += b;
+            Some(*held)
+        })
+        .take_while(|held| *held <= opts.cache_bytes)
+        .last()
+        .unwrap_or(0);
+    let param_sets = plan.n_sets as u64;
+    let cells = param_sets * plan.spec.shards.len() as u64;
+    let days = plan.dates.len() as u64;
+    let returns_bytes = match opts.returns.record {
+        super::Recording::Never => 0,
+        _ => (param_sets * days * 8).min(opts.returns.memory_bytes),
+    };
+    let results_bytes = cells * std::mem::size_of::<(crate::sweep::CellKey, CellOutcome)>() as u64;
+    let calibration = calibrate(&plan, &readable).await;
+    let estimated_seconds = calibration
+        .as_ref()
+        .map(|c| planned.evaluations as f64 / c.evaluations_per_second.max(1.0) / threads as f64);
+    Ok(SweepEstimate {
+        sweep_id: plan.spec.id(),
+        strategy: plan.strategy.name.to_owned(),
+        dataset: plan.dataset.url().to_string(),
+        param_sets,
+        shards: plan.spec.shards.len(),
+        shard_names: plan.spec.shards.iter().map(ToString::to_string).collect(),
+        unreadable_shards,
+        cells,
+        units: planned.units.len(),
+        evaluations: planned.evaluations,
+        events: readable.iter().map(|i| i.n_rows()).sum(),
+        threads,
+        calibration,
+        estimated_seconds,
+        memory: MemoryEstimate {
+            shard_cache_bytes,
+            largest_shard_bytes: sizes.last().copied().unwrap_or(0),
+            results_bytes,
+            returns_bytes,
+            total_bytes: shard_cache_bytes + results_bytes + returns_bytes,
+        },
+    })
+}
+
+/// Times the engine on the smallest readable shard with the grid's first
+/// [`CALIBRATION_SETS`] sets (at least a tenth of a second of work, repeated if faster).
+async fn calibrate(plan: &super::plan::Plan, readable: &[&ShardInfo]) -> Option<Calibration> {
+    let smallest = readable.iter().min_by_key(|i| i.n_rows())?;
+    let shard = plan.spec.shards.iter().find(|s| **s == smallest.shard)?;
+    let reader = ShardReader::try_new(&plan.dataset).ok()?;
+    let data = reader.load(shard).await.ok()?;
+    let sets: Vec<_> = plan.spec.grid.iter().take(CALIBRATION_SETS).collect();
+    if sets.is_empty() || data.n_rows() == 0 {
+        return None;
+    }
+    let run = plan.strategy.run;
+    let exec = plan.spec.exec.clone();
+    let (repeats, seconds) = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let mut repeats = 0u64;
+        while repeats == 0 || started.elapsed().as_secs_f64() < 0.1 {
+            std::hint::black_box(run(&data, &sets, &exec));
+            repeats += 1;
+        }
+        (repeats, started.elapsed().as_secs_f64())
+    })
+    .await
+    .ok()?;
+    let n_sets = plan.spec.grid.iter().take(CALIBRATION_SETS).count();
+    let evaluations = repeats * smallest.n_rows() * n_sets as u64;
+    Some(Calibration {
+        shard: shard.to_string(),
+        sets: n_sets,
+        evaluations,
+        seconds,
+        evaluations_per_second: evaluations as f64 / seconds.max(1e-9),
+    })
+}

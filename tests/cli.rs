@@ -1,0 +1,335 @@
+//! The command line as a user meets it: `--version`, completions, the generated reference in
+//! `docs/cli.md`, variables and the `--config` file with their precedence, `--dry-run`'s figures
+//! against a real run, JSON log lines, `NO_COLOR` and a terminal with no width.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use clap::{Args, Command as ClapCommand};
+use gridtest_tests::{example_binary, gridtest_cli, w1_smoke};
+
+fn sweep() -> Command {
+    let mut c = Command::new(example_binary("sma_crossover"));
+    c.env_remove("RUST_LOG").env("NO_COLOR", "");
+    for (name, _) in std::env::vars() {
+        if name.starts_with("GRIDTEST_") {
+            c.env_remove(name);
+        }
+    }
+    c
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn data() -> String {
+    w1_smoke().0.display().to_string()
+}
+
+#[test]
+fn both_binaries_tell_their_version() {
+    let version = gridtest::VERSION;
+    let shown = ok(&sweep().arg("--version").output().unwrap());
+    assert!(shown.contains(version), "{shown}");
+    let shown = ok(&Command::new(gridtest_cli())
+        .arg("--version")
+        .output()
+        .unwrap());
+    assert_eq!(shown.trim(), format!("gridtest {version}"));
+}
+
+#[test]
+fn completions_cover_the_whole_command() {
+    let bash = ok(&sweep().args(["--completions", "bash"]).output().unwrap());
+    // RunArgs' flags and the example's own.
+    for flag in ["--rank-by", "--dry-run", "--fast-max", "--log-format"] {
+        assert!(bash.contains(flag), "{flag} missing from the bash script");
+    }
+    let zsh = ok(&Command::new(gridtest_cli())
+        .args(["completions", "zsh"])
+        .output()
+        .unwrap());
+    assert!(
+        zsh.contains("#compdef gridtest") && zsh.contains("ingest"),
+        "{zsh}"
+    );
+}
+
+/// The generated part of `docs/cli.md`.
+const BEGIN: &str = "<!-- generated from RunArgs: begin -->\n";
+const END: &str = "<!-- generated from RunArgs: end -->";
+
+#[test]
+fn the_reference_in_the_docs_is_generated_from_the_command_and_matches_its_help() {
+    let command = gridtest::RunArgs::augment_args(ClapCommand::new("sweep"));
+    let generated = gridtest::cli::markdown_reference(&command);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/cli.md");
+    let (head, rest) = doc.split_once(BEGIN).expect("begin marker");
+    let (current, tail) = rest.split_once(END).expect("end marker");
+    if std::env::var_os("GRIDTEST_BLESS").is_some() {
+        std::fs::write(&path, format!("{head}{BEGIN}{generated}{END}{tail}")).unwrap();
+    } else {
+        assert!(
+            current == generated,
+            "docs/cli.md is stale: run `GRIDTEST_BLESS=1 cargo test -p gridtest-tests cli::` \
+             and commit it"
+        );
+    }
+    // Every flag of the reference is one the real binary's --help shows.
+    let help = ok(&sweep().arg("--help").output().unwrap());
+    let mut flags = 0;
+    for arg in command.get_arguments() {
+        let long = format!("--{}", arg.get_long().unwrap());
+        assert!(help.contains(&long), "{long} is not in --help");
+        flags += 1;
+    }
+    assert!(flags > 60);
+    for heading in [
+        "Data:",
+        "Execution:",
+        "Cluster:",
+        "Logging:",
+        "Autoscaling:",
+    ] {
+        assert!(help.contains(heading), "no {heading} heading in --help");
+    }
+}
+
+/// `--dry-run` of the smoke dataset with `args`, environment `env` and working directory
+/// `dir`: the estimate.
+fn dry_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let mut c = sweep();
+    c.current_dir(dir)
+        .args(["--data", &data(), "--dry-run", "--no-progress"])
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    json(&ok(&c.output().unwrap()))
+}
+
+#[test]
+fn a_flag_wins_over_its_variable_which_wins_over_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sweep.toml");
+    std::fs::write(
+        &config,
+        "threads = 1\nsymbols = [\"S000\"]\nfast-max = 20\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let shards = |estimate: &serde_json::Value| estimate["shard_names"].to_string();
+    let file_only = dry_run(dir.path(), &["--config", &config], &[]);
+    assert_eq!(file_only["threads"], 1);
+    assert!(shards(&file_only).contains("S000") && file_only["shards"] == 1);
+    // fast 5..=20 step 5 (4 values) × slow 20..=1000 step 20 (50), fast < slow: 4 × 50 − 1.
+    assert_eq!(file_only["param_sets"], 199);
+    let env = [("GRIDTEST_THREADS", "2"), ("GRIDTEST_SYMBOLS", "S001")];
+    let variable = dry_run(dir.path(), &["--config", &config], &env);
+    assert_eq!(variable["threads"], 2);
+    assert!(shards(&variable).contains("S001") && variable["shards"] == 1);
+    let flag = dry_run(
+        dir.path(),
+        &[
+            "--config",
+            &config,
+            "--threads",
+            "3",
+            "--symbols",
+            "S000,S001",
+        ],
+        &env,
+    );
+    assert_eq!(flag["threads"], 3);
+    assert_eq!(flag["shards"], 2);
+    assert_eq!(flag["param_sets"], 199, "the file's other keys still count");
+    // The file named by a variable.
+    let by_variable = dry_run(dir.path(), &[], &[("GRIDTEST_CONFIG", config.as_str())]);
+    assert_eq!(by_variable["param_sets"], 199);
+    // A mistake in the file names it and the key, and nothing runs.
+    std::fs::write(dir.path().join("bad.toml"), "rank_by = \"sharp\"\n").unwrap();
+    let bad = sweep()
+        .current_dir(dir.path())
+        .args(["--data", &data(), "--config", "bad.toml"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("sharp"), "{stderr}");
+}
+
+#[test]
+fn the_dry_run_counts_what_the_run_then_computes() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--threads", "2", "--fast-max", "20"];
+    let estimate = dry_run(dir.path(), &args, &[]);
+    let out = dir.path().join("out");
+    let status = dir.path().join("status.jsonl");
+    ok(&sweep()
+        .args(["--data", &data(), "--no-progress", "--out"])
+        .arg(&out)
+        .arg("--status-file")
+        .arg(&status)
+        .args(args)
+        .output()
+        .unwrap());
+    let mut rows = 0u64;
+    let mut evaluations = 0u64;
+    let mut events = std::collections::BTreeMap::new();
+    let mut reader = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (symbol, n_ticks) = (at("symbol"), at("n_ticks"));
+    for record in reader.records() {
+        let record = record.unwrap();
+        let ticks: u64 = record[n_ticks].parse().unwrap();
+        rows += 1;
+        evaluations += ticks;
+        events.insert(record[symbol].to_owned(), ticks);
+    }
+    assert_eq!(estimate["cells"], rows);
+    assert_eq!(estimate["shards"], 2);
+    assert_eq!(estimate["param_sets"].as_u64().unwrap() * 2, rows);
+    assert_eq!(estimate["evaluations"], evaluations);
+    assert_eq!(estimate["events"], events.values().sum::<u64>());
+    let finished: serde_json::Value = std::fs::read_to_string(&status)
+        .unwrap()
+        .lines()
+        .map(json)
+        .find(|e| e["event"]["event"] == "sweep_finished" || e["event"] == "sweep_finished")
+        .expect("a sweep_finished event");
+    assert!(finished.to_string().contains("\"cells\":"), "{finished}");
+    let seconds = estimate["estimated_seconds"].as_f64().unwrap();
+    assert!(seconds > 0.0 && seconds.is_finite());
+    let calibration = &estimate["calibration"];
+    assert!(calibration["evaluations_per_second"].as_f64().unwrap() > 1e5);
+    assert!(estimate["memory"]["total_bytes"].as_u64().unwrap() > 0);
+    assert!(!dir.path().join("out/dry").exists());
+}
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = sweep()
+        .current_dir(dir.path())
+        .args(["--data", &data(), "--dry-run", "--log-format", "json"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<serde_json::Value> = stderr.lines().map(json).collect();
+    assert!(lines.len() >= 2, "{stderr}");
+    for line in &lines {
+        assert!(
+            line["level"].is_string() && line["timestamp"].is_string(),
+            "{line}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["message"] == "dry run: nothing computed" && l["cells"].as_u64().is_some()),
+        "{stderr}"
+    );
+    // -q leaves only warnings and errors.
+    let o = sweep()
+        .current_dir(dir.path())
+        .args(["--data", &data(), "--dry-run", "-q", "--log-format", "json"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.lines().map(json).all(|l| l["level"] != "INFO"),
+        "{stderr}"
+    );
+}
+
+/// Runs `command` on a pseudo-terminal (`script`), whose size is 0 × 0 (no terminal here, as
+/// with `docker run -t`); returns what it printed.
+fn on_a_terminal(command: &Command, env: &[(&str, &str)]) -> String {
+    let mut line = shell_quote(command.get_program().to_string_lossy().as_ref());
+    for arg in command.get_args() {
+        line.push(' ');
+        line.push_str(&shell_quote(arg.to_string_lossy().as_ref()));
+    }
+    let mut script = Command::new("script");
+    script
+        .args(["-qec", &line, "/dev/null"])
+        .env_remove("RUST_LOG")
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR");
+    if let Some(dir) = command.get_current_dir() {
+        script.current_dir(dir);
+    }
+    for (k, v) in env {
+        script.env(k, v);
+    }
+    ok(&script.output().expect("script (util-linux) runs"))
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn a_terminal_gets_colour_unless_no_color_and_a_whole_leaderboard_at_no_width() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let mut c = Command::new(example_binary("sma_crossover"));
+    c.current_dir(dir.path())
+        .args([
+            "--data",
+            &data(),
+            "--threads",
+            "2",
+            "--fast-max",
+            "10",
+            "--out",
+        ])
+        .arg(&out);
+    let coloured = on_a_terminal(&c, &[]);
+    assert!(
+        coloured.contains('\u{1b}'),
+        "a terminal gets ANSI colour:\n{coloured}"
+    );
+    let plain = on_a_terminal(&c, &[("NO_COLOR", "1")]);
+    let without_bar: String = plain
+        .lines()
+        .filter(|l| !l.contains('\r'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!without_bar.contains("\u{1b}["), "NO_COLOR=1:\n{plain}");
+    // The leaderboard's header and its first row, each whole on one line.
+    let header = plain
+        .lines()
+        .find(|l| l.contains("rank") && l.contains("fast") && l.contains("closed trades"))
+        .unwrap_or_else(|| panic!("no one-line header:\n{plain}"));
+    assert!(header.contains("sharpe"), "{header}");
+    let board = csv::Reader::from_path(out.join("leaderboard.csv"))
+        .unwrap()
+        .into_deserialize::<std::collections::HashMap<String, String>>()
+        .next()
+        .unwrap()
+        .unwrap();
+    let best = format!("{:.3}", board["sharpe"].parse::<f64>().unwrap());
+    assert!(
+        plain
+            .lines()
+            .any(|l| l.contains(" 1 ") && l.contains(&best)),
+        "no whole first row with sharpe {best}:\n{plain}"
+    );
+}

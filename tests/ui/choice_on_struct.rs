@@ -1,0 +1,6 @@
+#[derive(gridtest::Choice)]
+struct Side {
+    long: bool,
+}
+
+fn main() {}

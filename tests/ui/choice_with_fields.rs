@@ -1,0 +1,8 @@
+#[derive(gridtest::Choice)]
+enum Side {
+    Long,
+    Short(f64),
+    Both { weight: f64 },
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use gridtest::prelude::*;
+
+#[derive(Params)]
+struct P {
+    fast: usize,
+    stop: Option<usize>,
+}
+
+fn main() {}
