@@ -333,3 +333,110 @@ fn a_terminal_gets_colour_unless_no_color_and_a_whole_leaderboard_at_no_width() 
         "no whole first row with sharpe {best}:\n{plain}"
     );
 }
+
+#[test]
+fn pandas_and_polars_read_the_same_types_from_the_csv_as_from_the_parquet() {
+    let test = "cli::pandas_and_polars_read_the_same_types_from_the_csv_as_from_the_parquet";
+    let Some(python) = gridtest_tests::research_python("pandas, polars, pyarrow") else {
+        gridtest_tests::skip("pandas", test, "no Python with pandas, Polars and pyarrow");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // A float axis of whole numbers (20.0 must stay a float) and a failing shard (its error
+    // columns filled, its metrics empty).
+    let data = dir.path().join("ticks");
+    copy_tree(&w1_smoke().0, &data);
+    let victim = std::fs::read_dir(data.join("symbol=S001"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&victim)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&file, b"not parquet").unwrap();
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: gridtest::RunArgs,
+    }
+    let cli = <Cli as clap::Parser>::parse_from([
+        "sweep",
+        "--no-progress",
+        "--threads",
+        "2",
+        "--allow-failed-cells",
+        "--data",
+        &data.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let sweep = gridtest::Sweep::of::<gridtest_examples::Momentum>().grid(
+        gridtest::Grid::new()
+            .axis("window", [20, 40])
+            .axis("threshold_bps", [0.0, 20.0]),
+    );
+    gridtest::run(sweep, &cli.run).expect("the sweep runs, one shard failing");
+    let o = Command::new(python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/reference/output_types.py"
+        ))
+        .arg(&out)
+        .output()
+        .unwrap();
+    let report = json(&ok(&o));
+    for reader in ["pandas", "polars"] {
+        assert_eq!(
+            report[reader]["csv"], report[reader]["parquet"],
+            "{reader} reads other types from the CSV"
+        );
+    }
+    let polars = &report["polars"]["parquet"];
+    assert_eq!(polars["window"], "Int64");
+    assert_eq!(polars["threshold_bps"], "Float64");
+    assert_eq!(polars["first_date"], "Date");
+    assert_eq!(polars["error_kind"], "String");
+    assert_eq!(polars["sharpe"], "Float64");
+    assert_eq!(report["spec"]["strategy"], "momentum", "{}", report["spec"]);
+    let spec_json: serde_json::Value =
+        json(&std::fs::read_to_string(out.join("spec.json")).unwrap());
+    assert_eq!(
+        report["spec"], spec_json,
+        "the spec beside the files is the Parquet's"
+    );
+    // The failed shard's cells: kind and message apart.
+    let mut failed = 0;
+    let mut reader = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (kind, message, first) = (at("error_kind"), at("error_message"), at("first_date"));
+    for record in reader.records() {
+        let record = record.unwrap();
+        assert!(chrono::NaiveDate::parse_from_str(&record[first], "%Y-%m-%d").is_ok());
+        if !record[kind].is_empty() {
+            failed += 1;
+            assert_eq!(&record[kind], "data");
+            assert!(record[message].contains("S001"), "{}", &record[message]);
+        }
+    }
+    assert!(failed > 0, "no failed cell to check");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

@@ -15,18 +15,23 @@ use std::time::{Duration, Instant};
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::backend::UnitBackend;
-use super::shard_loader::{CACHED_TIMEOUT, LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg};
-use crate::actors::messages::{
-    Lease, LeaseRequest, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
+mod lease;
+
+use lease::{
+    LeaseAnswer, Leased, Prefetch, cached_shards, fill_batch, find_supervisor, prefetch,
+    request_lease,
 };
+
+use super::backend::UnitBackend;
+use super::shard_loader::{LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg};
+use crate::actors::messages::{NodeAgentMsg, SupervisorMsg, SweepContext, UnitReport};
 use crate::actors::wire::Wire;
 use crate::data::{Dataset, ShardInfo, ShardReader};
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
 use crate::progress::LatencyRecorder;
 use crate::registry::{StrategyEntry, find_strategy};
-use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, SweepId, WorkUnit, WorkerId};
+use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, WorkerId};
 
 /// Messages of a [`Scorer`] (local).
 #[derive(Debug)]
@@ -191,189 +196,8 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
     let _ = myself.cast(ScorerMsg::Pull);
 }
 
-/// A lease with its sweep's context (sent with the lease, or the one the scorer holds).
-struct Leased {
-    context: Arc<SweepContext>,
-    unit: WorkUnit,
-}
-
-impl Leased {
-    /// The lease with its context; a lease that came without it, for a sweep whose context
-    /// this scorer does not hold (never sent so), fails its unit, which is retried elsewhere.
-    fn resolve(
-        lease: Lease,
-        held: Option<&Arc<SweepContext>>,
-        worker: &WorkerId,
-    ) -> Result<Self, Box<UnitReport>> {
-        let context = match lease.context {
-            Some(context) => Some(Arc::new(context)),
-            None => held.filter(|c| c.sweep_id == lease.sweep_id).cloned(),
-        };
-        match context {
-            Some(context) => Ok(Self {
-                context,
-                unit: lease.unit,
-            }),
-            None => Err(Box::new(UnitReport {
-                sweep_id: lease.sweep_id,
-                worker: worker.clone(),
-                unit: lease.unit.id,
-                shard: lease.unit.shard,
-                results: Err(crash("a lease came without its sweep's context")),
-                evaluations: 0,
-                busy_ms: 0,
-            })),
-        }
-    }
-}
-
-/// What a lease request came back with.
-enum LeaseAnswer {
-    Granted(Box<Lease>),
-    /// The supervisor has nothing for this scorer now.
-    NoWork,
-    /// No answer (timeout, supervisor gone).
-    Failed,
-}
-
-/// The request for the next unit, sent while the unit in hand runs (so the round trip to the
-/// head is hidden behind the work), and who it went to.
-struct Prefetch {
-    supervisor: ActorRef<SupervisorMsg>,
-    answer: tokio::task::JoinHandle<LeaseAnswer>,
-}
-
-/// Asks `supervisor` for the unit after `current`, in the background: a pending unit only
-/// (never a speculative copy, which is left for a scorer with nothing in hand), preferring
-/// `current`'s shard and the others this node holds.
-async fn prefetch(
-    args: &ScorerArgs,
-    supervisor: &ActorRef<SupervisorMsg>,
-    current: &Leased,
-) -> Prefetch {
-    let mut cached = cached_shards(args).await;
-    let shard = current.unit.shard.id();
-    if !cached.contains(&shard) {
-        cached.insert(0, shard);
-    }
-    let request = args.request(cached, true, Some(current.context.sweep_id.clone()));
-    let (args, to) = (args.clone(), supervisor.clone());
-    Prefetch {
-        supervisor: supervisor.clone(),
-        answer: tokio::spawn(async move { request_lease(&args, &to, request).await }),
-    }
-}
-
-/// The shards the node's loader holds (none when it does not answer in time).
-async fn cached_shards(args: &ScorerArgs) -> Vec<crate::data::ShardId> {
-    args.loader
-        .call(ShardLoaderMsg::Cached, Some(CACHED_TIMEOUT))
-        .await
-        .ok()
-        .and_then(|r| match r {
-            CallResult::Success(c) => Some(c),
-            _ => None,
-        })
-        .unwrap_or_default()
-}
-
-/// Sends one lease request and counts how long the grant took.
-async fn request_lease(
-    args: &ScorerArgs,
-    supervisor: &ActorRef<SupervisorMsg>,
-    request: LeaseRequest,
-) -> LeaseAnswer {
-    let asked = Instant::now();
-    let answer = supervisor
-        .call(
-            |r| SupervisorMsg::Lease(Wire(request), r),
-            Some(args.rpc_timeout),
-        )
-        .await;
-    match answer {
-        Ok(CallResult::Success(Wire(Some(lease)))) => {
-            args.lease_latency.record(asked.elapsed());
-            LeaseAnswer::Granted(Box::new(lease))
-        }
-        Ok(CallResult::Success(Wire(None))) => LeaseAnswer::NoWork,
-        Ok(_) | Err(_) => LeaseAnswer::Failed,
-    }
-}
-
-impl ScorerArgs {
-    fn request(
-        &self,
-        cached: Vec<crate::data::ShardId>,
-        pending_only: bool,
-        holds_context: Option<SweepId>,
-    ) -> LeaseRequest {
-        LeaseRequest {
-            worker: self.worker.clone(),
-            cached,
-            pending_only,
-            holds_context,
-        }
-    }
-}
-
-/// A supervisor of the sweep, local or remote (from the process group).
-fn find_supervisor() -> Option<ActorRef<SupervisorMsg>> {
-    let members = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned());
-    // Prefer a local supervisor (in-process runs), else any.
-    let cell = members
-        .iter()
-        .find(|c| c.get_id().is_local())
-        .or_else(|| members.first())?;
-    Some(ActorRef::from(cell.clone()))
-}
-
 fn crash(what: impl std::fmt::Display) -> CellFailure {
     CellFailure::new(FailureKind::Crash, what.to_string())
-}
-
-/// Most units a scorer holds at once when batching.
-const MAX_BATCH_UNITS: usize = 64;
-
-/// The units to run now: `first`, and, for a backend that wants more sets per call than one
-/// unit has ([`UnitBackend::batch_sets`]), further pending units of the same shard (leased
-/// without speculation) until the batch holds that many sets. A unit of another shard that
-/// comes back is run too, and ends the batch.
-async fn fill_batch(
-    args: &ScorerArgs,
-    supervisor: &ActorRef<SupervisorMsg>,
-    first: Leased,
-) -> Vec<Leased> {
-    let want = args
-        .backend
-        .as_ref()
-        .filter(|b| find_strategy(&first.context.strategy).is_ok_and(|s| b.supports(s)))
-        .map_or(0, |b| b.batch_sets());
-    let (sweep, shard) = (first.context.sweep_id.clone(), first.unit.shard.clone());
-    let mut sets = first.unit.sets.len();
-    let first_context = Arc::clone(&first.context);
-    let mut batch = vec![first];
-    while sets < want && batch.len() < MAX_BATCH_UNITS {
-        let request = args.request(vec![shard.id()], true, Some(sweep.clone()));
-        let Ok(CallResult::Success(Wire(Some(lease)))) = supervisor
-            .call(
-                |r| SupervisorMsg::Lease(Wire(request), r),
-                Some(args.rpc_timeout),
-            )
-            .await
-        else {
-            break;
-        };
-        let Ok(lease) = Leased::resolve(lease, Some(&first_context), &args.worker) else {
-            break;
-        };
-        let same = lease.context.sweep_id == sweep && lease.unit.shard == shard;
-        sets += lease.unit.sets.len();
-        batch.push(lease);
-        if !same {
-            break;
-        }
-    }
-    batch
 }
 
 /// Runs a batch of leases (see [`fill_batch`]): the units of the first shard in one call,

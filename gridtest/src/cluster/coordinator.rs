@@ -89,6 +89,76 @@ impl Coordinator {
         }
     }
 
+    /// Plans a submitted sweep and queues it, unless this head knows it already (a cancelled
+    /// one is queued again).
+    async fn submit(
+        state: &mut CoordinatorState,
+        request: SweepRequest,
+    ) -> Result<Submitted, String> {
+        let planned = match Sweep::from_description(request.sweep.clone()) {
+            Ok(sweep) => plan(&sweep).await,
+            Err(e) => Err(e.into()),
+        };
+        match planned {
+            Err(e) => Err(e.to_string()),
+            Ok(planned) => {
+                let id = planned.sweep_id();
+                // A cancelled sweep submitted again runs again (resuming its ledger).
+                if let Some(known) = state
+                    .states
+                    .get(&id)
+                    .filter(|s| !matches!(s, SweepState::Cancelled))
+                {
+                    Ok(Submitted {
+                        sweep_id: id,
+                        state: known.clone(),
+                    })
+                } else {
+                    let ahead = state.queue.len() + usize::from(state.running.is_some());
+                    let queued = SweepState::Queued { ahead };
+                    state.states.insert(id.clone(), queued.clone());
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                    state.submitted.retain(|(known, _, _)| *known != id);
+                    state
+                        .submitted
+                        .push((id.clone(), request.sweep.strategy.clone(), now));
+                    state.queue.push_back((id.clone(), planned, request));
+                    tracing::info!(sweep = %id, ahead, "sweep submitted");
+                    Ok(Submitted {
+                        sweep_id: id,
+                        state: queued,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Where sweep `id` stands; a running one's figures from its supervisor.
+    async fn status(state: &CoordinatorState, id: &SweepId) -> Option<SweepState> {
+        let mut current = state.states.get(id).cloned();
+        if state.running.as_ref() == Some(id) {
+            let supervisor =
+                ractor::pg::get_scoped_local_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned())
+                    .into_iter()
+                    .next()
+                    .map(ActorRef::<SupervisorMsg>::from);
+            if let Some(sup) = supervisor
+                && let Ok(CallResult::Success(Wire((done, total, failed)))) = sup
+                    .call(SupervisorMsg::Progress, Some(Duration::from_secs(2)))
+                    .await
+            {
+                current = Some(SweepState::Running {
+                    done,
+                    total,
+                    failed,
+                });
+            }
+        }
+        current
+    }
+
     fn start_next(myself: &ActorRef<CoordinatorMsg>, state: &mut CoordinatorState) {
         if state.running.is_some() {
             return;
@@ -203,70 +273,12 @@ impl Actor for Coordinator {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             CoordinatorMsg::Submit(Wire(request), reply) => {
-                let planned = match Sweep::from_description(request.sweep.clone()) {
-                    Ok(sweep) => plan(&sweep).await,
-                    Err(e) => Err(e.into()),
-                };
-                let answer = match planned {
-                    Err(e) => Err(e.to_string()),
-                    Ok(planned) => {
-                        let id = planned.sweep_id();
-                        // A cancelled sweep submitted again runs again (resuming its ledger).
-                        if let Some(known) = state
-                            .states
-                            .get(&id)
-                            .filter(|s| !matches!(s, SweepState::Cancelled))
-                        {
-                            Ok(Submitted {
-                                sweep_id: id,
-                                state: known.clone(),
-                            })
-                        } else {
-                            let ahead = state.queue.len() + usize::from(state.running.is_some());
-                            let queued = SweepState::Queued { ahead };
-                            state.states.insert(id.clone(), queued.clone());
-                            let now = std::time::SystemTime::now()
-                                .duration_since(std::time::UNIX_EPOCH)
-                                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-                            state.submitted.retain(|(known, _, _)| *known != id);
-                            state
-                                .submitted
-                                .push((id.clone(), request.sweep.strategy.clone(), now));
-                            state.queue.push_back((id.clone(), planned, *request));
-                            tracing::info!(sweep = %id, ahead, "sweep submitted");
-                            Ok(Submitted {
-                                sweep_id: id,
-                                state: queued,
-                            })
-                        }
-                    }
-                };
+                let answer = Self::submit(state, *request).await;
                 let _ = reply.send(Wire(answer));
                 Self::start_next(&myself, state);
             }
             CoordinatorMsg::Status(Wire(id), reply) => {
-                let mut current = state.states.get(&id).cloned();
-                if state.running.as_ref() == Some(&id) {
-                    let supervisor = ractor::pg::get_scoped_local_members(
-                        &SCOPE.to_owned(),
-                        &SUPERVISORS.to_owned(),
-                    )
-                    .into_iter()
-                    .next()
-                    .map(ActorRef::<SupervisorMsg>::from);
-                    if let Some(sup) = supervisor
-                        && let Ok(CallResult::Success(Wire((done, total, failed)))) = sup
-                            .call(SupervisorMsg::Progress, Some(Duration::from_secs(2)))
-                            .await
-                    {
-                        current = Some(SweepState::Running {
-                            done,
-                            total,
-                            failed,
-                        });
-                    }
-                }
-                let _ = reply.send(Wire(current));
+                let _ = reply.send(Wire(Self::status(state, &id).await));
             }
             CoordinatorMsg::Finished(Wire(id), Wire(ended)) => {
                 let ended = if state.cancelled.remove(&id) {

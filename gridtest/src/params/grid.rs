@@ -359,26 +359,7 @@ impl Grid {
                     axis: axis.name.clone(),
                     expected: fields.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
                 }),
-                Some(field) => {
-                    let not_a_choice = |v: &&ParamValue| {
-                        matches!(v, ParamValue::Choice(c) if !field.choices.is_empty()
-                            && !field.choices.contains(&c.as_str()))
-                    };
-                    if let Some(bad) = axis.values.iter().find(not_a_choice) {
-                        problems.push(GridProblem::NotAChoice {
-                            axis: axis.name.clone(),
-                            value: bad.to_string(),
-                            choices: field.choices.join(", "),
-                        });
-                    } else if let Some(bad) = axis.values.iter().find(|v| !(field.fits)(v)) {
-                        problems.push(GridProblem::TypeMismatch {
-                            axis: axis.name.clone(),
-                            value: bad.to_string(),
-                            kind: bad.kind(),
-                            rust_type: field.rust_type.to_owned(),
-                        });
-                    }
-                }
+                Some(field) => check_values(axis, field, &mut problems),
             }
         }
         for field in fields {
@@ -423,5 +404,28 @@ impl Grid {
         } else {
             Err(GridError(problems))
         }
+    }
+}
+
+/// The first value of `axis` that is not one of `field`'s choices, or else the first that does
+/// not fit its type, as a problem.
+fn check_values(axis: &Axis, field: &ParamField, problems: &mut Vec<GridProblem>) {
+    let not_a_choice = |v: &&ParamValue| {
+        matches!(v, ParamValue::Choice(c) if !field.choices.is_empty()
+            && !field.choices.contains(&c.as_str()))
+    };
+    if let Some(bad) = axis.values.iter().find(not_a_choice) {
+        problems.push(GridProblem::NotAChoice {
+            axis: axis.name.clone(),
+            value: bad.to_string(),
+            choices: field.choices.join(", "),
+        });
+    } else if let Some(bad) = axis.values.iter().find(|v| !(field.fits)(v)) {
+        problems.push(GridProblem::TypeMismatch {
+            axis: axis.name.clone(),
+            value: bad.to_string(),
+            kind: bad.kind(),
+            rust_type: field.rust_type.to_owned(),
+        });
     }
 }

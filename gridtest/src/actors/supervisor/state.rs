@@ -272,3 +272,44 @@ fn nodes_line(fleet: &Fleet, elapsed: f64) -> String {
         slowest.join(" ")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::nodes_line;
+    use crate::sweep::{Fleet, FleetRules, WorkerId};
+
+    fn fleet(nodes: usize) -> Fleet {
+        let t0 = Instant::now();
+        let mut fleet = Fleet::new(FleetRules::default(), t0);
+        for i in 0..nodes {
+            let worker = WorkerId::new(format!("node-{i:04}"), "0");
+            fleet.reported(&worker, 10 + i, 0, Duration::from_secs(1), t0);
+        }
+        fleet
+    }
+
+    #[test]
+    fn a_few_nodes_are_listed_one_by_one() {
+        let line = nodes_line(&fleet(3), 1.0);
+        assert_eq!(
+            line,
+            "node-0000:10cells/s node-0001:11cells/s node-0002:12cells/s"
+        );
+    }
+
+    #[test]
+    fn a_thousand_nodes_make_one_short_summary() {
+        let mut fleet = fleet(1000);
+        fleet.lost("node-0999", 0, Instant::now());
+        let line = nodes_line(&fleet, 1.0);
+        assert!(line.len() < 200, "{} bytes: {line}", line.len());
+        // Speeds 10..=1008 over the 999 nodes up: median 509, 95th percentile 958.
+        assert_eq!(
+            line,
+            "999 up, 1 lost, 0 slow; cells/s per node p50 509, p95 958; slowest \
+             node-0000:10 node-0001:11 node-0002:12"
+        );
+    }
+}

@@ -14,6 +14,7 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder,
     RecordBatch, StringBuilder,
 };
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Field, Float64Type, Int64Type, Schema, SchemaRef, UInt64Type,
 };
@@ -318,7 +319,11 @@ impl CellWriter {
         }
         let mut columns: Vec<ArrayRef> = self.params.iter_mut().map(ParamColumn::finish).collect();
         columns.push(Arc::new(self.symbol.finish()));
-        columns.extend(self.metrics.iter_mut().map(MetricBuilder::finish));
+        for metric in &mut self.metrics {
+            columns.push(
+                signed_counts(&metric.finish()).map_err(|e| output_error(&self.parquet.path, e))?,
+            );
+        }
         columns.push(Arc::new(self.id.finish()));
         columns.push(Arc::new(self.shard.finish()));
         columns.push(Arc::new(self.first_date.finish()));
@@ -351,7 +356,11 @@ fn results_schema(axes: &[String], kinds: &[ParamKind]) -> SchemaRef {
         .map(|(a, k)| Field::new(a, ParamColumn::data_type(*k), true))
         .collect();
     fields.push(Field::new("symbol", DataType::Utf8, false));
-    fields.extend(metric_fields());
+    // Counts as signed integers: CSV readers infer `Int64` for them, and no count nears 2^63.
+    fields.extend(metric_fields().map(|f| match f.data_type() {
+        DataType::UInt64 => f.with_data_type(DataType::Int64),
+        _ => f,
+    }));
     fields.push(Field::new("param_set_id", DataType::Utf8, false));
     fields.push(Field::new("shard", DataType::Utf8, false));
     fields.push(Field::new("first_date", DataType::Date32, false));
@@ -359,6 +368,14 @@ fn results_schema(axes: &[String], kinds: &[ParamKind]) -> SchemaRef {
     fields.push(Field::new("error_kind", DataType::Utf8, true));
     fields.push(Field::new("error_message", DataType::Utf8, true));
     Arc::new(Schema::new(fields))
+}
+
+/// A count column (`UInt64`) as `Int64`; other columns as they are.
+fn signed_counts(column: &ArrayRef) -> Result<ArrayRef, String> {
+    match column.data_type() {
+        DataType::UInt64 => cast(column, &DataType::Int64).map_err(|e| e.to_string()),
+        _ => Ok(Arc::clone(column)),
+    }
 }
 
 enum ParamColumn {

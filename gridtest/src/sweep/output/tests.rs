@@ -1,6 +1,7 @@
 //! Rendering checked against a naive in-memory computation, with sorts forced to spill.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 
 use super::*;
 use crate::engine::{CellKey, CellOutcome, FailureKind};

@@ -1,0 +1,198 @@
+//! How a scorer gets work: lease requests (the next one sent while a unit runs), the sweep's
+//! context kept across leases, and batches of units of one shard for a backend that wants them.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::ActorRef;
+use ractor::rpc::CallResult;
+
+use super::{ScorerArgs, crash};
+use crate::actors::messages::{
+    Lease, LeaseRequest, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
+};
+use crate::actors::shard_loader::{CACHED_TIMEOUT, ShardLoaderMsg};
+use crate::actors::wire::Wire;
+use crate::registry::find_strategy;
+use crate::sweep::{SweepId, WorkUnit, WorkerId};
+
+/// A lease with its sweep's context (sent with the lease, or the one the scorer holds).
+pub(super) struct Leased {
+    pub(super) context: Arc<SweepContext>,
+    pub(super) unit: WorkUnit,
+}
+
+impl Leased {
+    /// The lease with its context; a lease that came without it, for a sweep whose context
+    /// this scorer does not hold (never sent so), fails its unit, which is retried elsewhere.
+    pub(super) fn resolve(
+        lease: Lease,
+        held: Option<&Arc<SweepContext>>,
+        worker: &WorkerId,
+    ) -> Result<Self, Box<UnitReport>> {
+        let context = match lease.context {
+            Some(context) => Some(Arc::new(context)),
+            None => held.filter(|c| c.sweep_id == lease.sweep_id).cloned(),
+        };
+        match context {
+            Some(context) => Ok(Self {
+                context,
+                unit: lease.unit,
+            }),
+            None => Err(Box::new(UnitReport {
+                sweep_id: lease.sweep_id,
+                worker: worker.clone(),
+                unit: lease.unit.id,
+                shard: lease.unit.shard,
+                results: Err(crash("a lease came without its sweep's context")),
+                evaluations: 0,
+                busy_ms: 0,
+            })),
+        }
+    }
+}
+
+/// What a lease request came back with.
+pub(super) enum LeaseAnswer {
+    Granted(Box<Lease>),
+    /// The supervisor has nothing for this scorer now.
+    NoWork,
+    /// No answer (timeout, supervisor gone).
+    Failed,
+}
+
+/// The request for the next unit, sent while the unit in hand runs (so the round trip to the
+/// head is hidden behind the work), and who it went to.
+pub(super) struct Prefetch {
+    pub(super) supervisor: ActorRef<SupervisorMsg>,
+    pub(super) answer: tokio::task::JoinHandle<LeaseAnswer>,
+}
+
+/// Asks `supervisor` for the unit after `current`, in the background: a pending unit only
+/// (never a speculative copy, which is left for a scorer with nothing in hand), preferring
+/// `current`'s shard and the others this node holds.
+pub(super) async fn prefetch(
+    args: &ScorerArgs,
+    supervisor: &ActorRef<SupervisorMsg>,
+    current: &Leased,
+) -> Prefetch {
+    let mut cached = cached_shards(args).await;
+    let shard = current.unit.shard.id();
+    if !cached.contains(&shard) {
+        cached.insert(0, shard);
+    }
+    let request = args.request(cached, true, Some(current.context.sweep_id.clone()));
+    let (args, to) = (args.clone(), supervisor.clone());
+    Prefetch {
+        supervisor: supervisor.clone(),
+        answer: tokio::spawn(async move { request_lease(&args, &to, request).await }),
+    }
+}
+
+/// The shards the node's loader holds (none when it does not answer in time).
+pub(super) async fn cached_shards(args: &ScorerArgs) -> Vec<crate::data::ShardId> {
+    args.loader
+        .call(ShardLoaderMsg::Cached, Some(CACHED_TIMEOUT))
+        .await
+        .ok()
+        .and_then(|r| match r {
+            CallResult::Success(c) => Some(c),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Sends one lease request and counts how long the grant took.
+pub(super) async fn request_lease(
+    args: &ScorerArgs,
+    supervisor: &ActorRef<SupervisorMsg>,
+    request: LeaseRequest,
+) -> LeaseAnswer {
+    let asked = Instant::now();
+    let answer = supervisor
+        .call(
+            |r| SupervisorMsg::Lease(Wire(request), r),
+            Some(args.rpc_timeout),
+        )
+        .await;
+    match answer {
+        Ok(CallResult::Success(Wire(Some(lease)))) => {
+            args.lease_latency.record(asked.elapsed());
+            LeaseAnswer::Granted(Box::new(lease))
+        }
+        Ok(CallResult::Success(Wire(None))) => LeaseAnswer::NoWork,
+        Ok(_) | Err(_) => LeaseAnswer::Failed,
+    }
+}
+
+impl ScorerArgs {
+    pub(super) fn request(
+        &self,
+        cached: Vec<crate::data::ShardId>,
+        pending_only: bool,
+        holds_context: Option<SweepId>,
+    ) -> LeaseRequest {
+        LeaseRequest {
+            worker: self.worker.clone(),
+            cached,
+            pending_only,
+            holds_context,
+        }
+    }
+}
+
+/// A supervisor of the sweep, local or remote (from the process group).
+pub(super) fn find_supervisor() -> Option<ActorRef<SupervisorMsg>> {
+    let members = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned());
+    // Prefer a local supervisor (in-process runs), else any.
+    let cell = members
+        .iter()
+        .find(|c| c.get_id().is_local())
+        .or_else(|| members.first())?;
+    Some(ActorRef::from(cell.clone()))
+}
+
+/// Most units a scorer holds at once when batching.
+const MAX_BATCH_UNITS: usize = 64;
+
+/// The units to run now: `first`, and, for a backend that wants more sets per call than one
+/// unit has ([`UnitBackend::batch_sets`]), further pending units of the same shard (leased
+/// without speculation) until the batch holds that many sets. A unit of another shard that
+/// comes back is run too, and ends the batch.
+pub(super) async fn fill_batch(
+    args: &ScorerArgs,
+    supervisor: &ActorRef<SupervisorMsg>,
+    first: Leased,
+) -> Vec<Leased> {
+    let want = args
+        .backend
+        .as_ref()
+        .filter(|b| find_strategy(&first.context.strategy).is_ok_and(|s| b.supports(s)))
+        .map_or(0, |b| b.batch_sets());
+    let (sweep, shard) = (first.context.sweep_id.clone(), first.unit.shard.clone());
+    let mut sets = first.unit.sets.len();
+    let first_context = Arc::clone(&first.context);
+    let mut batch = vec![first];
+    while sets < want && batch.len() < MAX_BATCH_UNITS {
+        let request = args.request(vec![shard.id()], true, Some(sweep.clone()));
+        let Ok(CallResult::Success(Wire(Some(lease)))) = supervisor
+            .call(
+                |r| SupervisorMsg::Lease(Wire(request), r),
+                Some(args.rpc_timeout),
+            )
+            .await
+        else {
+            break;
+        };
+        let Ok(lease) = Leased::resolve(lease, Some(&first_context), &args.worker) else {
+            break;
+        };
+        let same = lease.context.sweep_id == sweep && lease.unit.shard == shard;
+        sets += lease.unit.sets.len();
+        batch.push(lease);
+        if !same {
+            break;
+        }
+    }
+    batch
+}
