@@ -99,8 +99,14 @@ pub struct RunArgs {
     /// Shard cache budget per node, MiB; larger shards are streamed.
     #[arg(help_heading = "Run", long, env = "GRIDTEST_CACHE_MB", default_value_t = DEFAULT_CACHE_MB)]
     pub cache_mb: u64,
-    /// Work unit size, tick-parameter evaluations.
-    #[arg(help_heading = "Run", long, env = "GRIDTEST_UNIT_EVALS", default_value_t = DEFAULT_UNIT_EVALS)]
+    /// Work unit size, tick-parameter evaluations (a whole number, also as `2.5e8`).
+    #[arg(
+        help_heading = "Run",
+        long,
+        env = "GRIDTEST_UNIT_EVALS",
+        default_value_t = DEFAULT_UNIT_EVALS,
+        value_parser = whole_number
+    )]
     pub unit_evals: u64,
     /// No progress bar.
     #[arg(help_heading = "Output", long, env = "GRIDTEST_NO_PROGRESS")]
@@ -313,6 +319,27 @@ pub struct RunArgs {
     pub log: LogArgs,
 }
 
+/// A count written as an integer or in scientific notation (`250000000`, `2.5e8`).
+fn whole_number(text: &str) -> Result<u64, String> {
+    if let Ok(n) = text.parse::<u64>() {
+        return Ok(n);
+    }
+    let x: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "checked to be a whole number within u64"
+    )]
+    if x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64 {
+        Ok(x as u64)
+    } else {
+        Err(format!("`{text}` is not a whole number"))
+    }
+}
+
 /// How log lines are written.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LogFormat {
@@ -353,6 +380,15 @@ mod tests {
     ];
     /// Flags with no variable: counts (`-v`, `-q`) and clap's own.
     const NO_VARIABLE: &[&str] = &["verbose", "quiet", "help", "version"];
+
+    #[test]
+    fn counts_read_in_scientific_notation_too() {
+        assert_eq!(super::whole_number("250000000"), Ok(250_000_000));
+        assert_eq!(super::whole_number("2.5e8"), Ok(250_000_000));
+        assert!(super::whole_number("2.5").is_err());
+        assert!(super::whole_number("-1e3").is_err());
+        assert!(super::whole_number("many").is_err());
+    }
 
     #[test]
     fn every_flag_has_its_gridtest_variable_and_a_help_heading() {
