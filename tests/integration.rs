@@ -11,6 +11,7 @@ mod data_errors;
 mod deploy;
 mod engine;
 mod exit;
+mod features;
 mod gpu;
 mod grid;
 mod halving;

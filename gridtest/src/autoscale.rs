@@ -9,17 +9,41 @@
 //! supervisor requeues nothing that was done. The head lowers a pool only after the policy's
 //! idle period, so a pool does not flap between sweeps.
 
+#[cfg(feature = "kubernetes")]
 mod kube_scale;
+#[cfg(not(feature = "kubernetes"))]
+mod no_kube;
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use kube_scale::{KubeScale, ScaleError};
+#[cfg(feature = "kubernetes")]
+pub use kube_scale::KubeScale;
+#[cfg(not(feature = "kubernetes"))]
+pub use no_kube::KubeScale;
 
 use crate::progress::{FleetSnapshot, PlanSnapshot, PoolSnapshot, ProgressFeed, SweepProgress};
 use crate::sweep::{PoolLoad, PoolPolicy, ScaleDecision, Scaler};
+
+/// Why a pool's size could not be read or set.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaleError {
+    /// No usable API server configuration (not in a pod, no kubeconfig, a bad URL).
+    #[error("Kubernetes configuration: {0}")]
+    Config(String),
+    /// The API server refused or could not be reached.
+    #[cfg(feature = "kubernetes")]
+    #[error("the scale of StatefulSet {statefulset}: {source}")]
+    Api {
+        /// The pool's StatefulSet.
+        statefulset: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+}
 
 /// A worker pool: the StatefulSet whose pods (`NAME-0`, `NAME-1`, …) are its nodes, whether
 /// they run GPU scorers, and its policy.

@@ -14,10 +14,15 @@
 //! `docs/cluster.md` for the settings and the failure model.
 
 pub mod config;
+#[cfg(feature = "cluster")]
 pub mod coordinator;
+#[cfg(feature = "cluster")]
 pub mod head;
+#[cfg(feature = "cluster")]
 pub mod node;
+#[cfg(feature = "cluster")]
 mod sessions;
+#[cfg(feature = "cluster")]
 pub mod worker;
 
 /// The actors' protocol, which crosses the wire between nodes (defined with the actors).

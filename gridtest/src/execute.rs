@@ -34,6 +34,7 @@ use crate::sweep::{
 };
 
 pub use estimate::{CALIBRATION_SETS, Calibration, MemoryEstimate, SweepEstimate, estimate};
+#[cfg(feature = "cluster")]
 pub(crate) use halving::run_halving;
 pub use halving::run_search;
 pub use plan::Plan;

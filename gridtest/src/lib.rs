@@ -91,8 +91,10 @@ pub mod run;
 pub mod status;
 pub mod storage;
 pub mod strategy;
+#[cfg(feature = "cluster")]
 pub mod submit;
 pub mod sweep;
+#[cfg(feature = "cluster")]
 pub mod transport;
 
 pub use engine::ExecModel;

@@ -107,18 +107,20 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     // StatefulSet can share one command line.
     if args.serve {
         match config.role {
+            #[cfg(feature = "cluster")]
             Role::Head => {
                 runtime.block_on(crate::cluster::head::serve(&opts, &config))?;
                 return Ok(None);
             }
             Role::Worker => {}
-            Role::Local => {
+            _ => {
                 return Err(Error::Config {
                     problems: vec!["--serve needs the head role (--role head)".to_owned()],
                 });
             }
         }
     }
+    #[cfg(feature = "cluster")]
     if config.role == Role::Worker {
         runtime.block_on(crate::cluster::worker::run_worker(&opts, &config))?;
         return Ok(None);
@@ -178,15 +180,22 @@ async fn compute(
         eta: args.eta,
         rungs: args.rungs,
     });
-    let head = config.role == Role::Head;
+    #[cfg(feature = "cluster")]
+    if config.role == Role::Head {
+        return match search {
+            None => crate::cluster::head::run_head(sweep, opts, config)
+                .await
+                .map(|r| (r, None)),
+            Some(h) => crate::cluster::head::run_head_search(sweep, opts, config, h)
+                .await
+                .map(|(r, s)| (r, Some(s))),
+        };
+    }
+    // Only a local role gets here (resolving refuses the others without the cluster feature).
+    #[cfg(not(feature = "cluster"))]
+    let _ = config;
     match search {
-        None if head => crate::cluster::head::run_head(sweep, opts, config)
-            .await
-            .map(|r| (r, None)),
         None => run_sweep(sweep, opts).await.map(|r| (r, None)),
-        Some(h) if head => crate::cluster::head::run_head_search(sweep, opts, config, h)
-            .await
-            .map(|(r, s)| (r, Some(s))),
         Some(h) => crate::execute::run_search(sweep, opts, h)
             .await
             .map(|(r, s)| (r, Some(s))),

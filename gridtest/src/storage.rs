@@ -3,12 +3,17 @@
 //! so local disks and S3 share one code path.
 
 use std::sync::Arc;
+#[cfg(feature = "s3")]
 use std::time::Duration;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 use url::Url;
+
+/// Why an `s3://` location is refused by a binary built without the `s3` feature.
+const S3_NOT_BUILT: &str =
+    "s3:// needs gridtest's `s3` feature, which this binary was built without";
 
 /// Why a location is unusable.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +75,7 @@ impl Location {
         };
         match url.scheme() {
             "file" => {}
+            "s3" if !cfg!(feature = "s3") => return Err(invalid(S3_NOT_BUILT.into())),
             "s3" => {
                 if url.host_str().is_none_or(str::is_empty) {
                     return Err(invalid(
@@ -127,6 +133,7 @@ impl Location {
     /// [`LocationError`] if the store cannot be configured.
     pub fn store(&self) -> Result<(Arc<dyn ObjectStore>, Path), LocationError> {
         let store: Arc<dyn ObjectStore> = match self.url.scheme() {
+            #[cfg(feature = "s3")]
             "s3" => Arc::new(
                 object_store::aws::AmazonS3Builder::from_env()
                     .with_url(self.url.as_str())
@@ -137,6 +144,13 @@ impl Location {
                         source,
                     })?,
             ),
+            #[cfg(not(feature = "s3"))]
+            "s3" => {
+                return Err(LocationError::Invalid {
+                    location: self.url.to_string(),
+                    reason: S3_NOT_BUILT.into(),
+                });
+            }
             _ => Arc::new(object_store::local::LocalFileSystem::new()),
         };
         let path = Path::from_url_path(self.url.path()).map_err(|e| LocationError::Invalid {
@@ -158,6 +172,7 @@ impl Location {
 /// Retries of a remote store: `GRIDTEST_STORE_RETRIES` attempts (default 3) with exponential
 /// back-off from 100 ms to 2 s, all within `GRIDTEST_STORE_RETRY_S` seconds (default 15); then
 /// the request fails with the store's error, naming the URL.
+#[cfg(feature = "s3")]
 fn retry_config() -> object_store::RetryConfig {
     let env = |name: &str, default: u64| {
         std::env::var(name)
@@ -179,5 +194,19 @@ fn retry_config() -> object_store::RetryConfig {
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.url.fmt(f)
+    }
+}
+
+#[cfg(all(test, not(feature = "s3")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_s3_feature_an_s3_location_names_the_feature() {
+        let err = Location::parse("s3://bucket/ticks")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`s3` feature"), "{err}");
+        assert!(Location::parse("/tmp/ticks").is_ok());
     }
 }

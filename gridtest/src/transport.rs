@@ -5,7 +5,6 @@
 //! cookie authentication and the session.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,18 +25,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// An accepted connection that has not authenticated (cookie challenge) within this is closed.
 pub const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// TLS material.
-#[derive(Clone, Debug)]
-pub struct TlsFiles {
-    /// Certificate chain.
-    pub cert: PathBuf,
-    /// Private key.
-    pub key: PathBuf,
-    /// CA bundle.
-    pub ca: PathBuf,
-    /// Expected server name.
-    pub server_name: String,
-}
+pub use crate::cluster::config::TlsFiles;
 
 /// Errors of the transport.
 #[derive(Debug, thiserror::Error)]

@@ -32,7 +32,9 @@ pub enum LedgerWriterMsg {
     Finish(RpcReplyPort<WriterOutcome>),
 }
 
-// Local only: never crosses the wire.
+// Local only, never crosses the wire (with the `cluster` feature; without it ractor implements
+// `Message` for every sendable type).
+#[cfg(feature = "cluster")]
 impl ractor::Message for LedgerWriterMsg {}
 
 impl std::fmt::Debug for LedgerWriterMsg {

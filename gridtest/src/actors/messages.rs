@@ -5,6 +5,7 @@
 //! shards from the dataset itself.
 
 use ractor::RpcReplyPort;
+#[cfg(feature = "cluster")]
 use ractor_cluster::RactorClusterMessage;
 use serde::{Deserialize, Serialize};
 
@@ -143,10 +144,10 @@ pub struct NodeStatus {
 }
 
 /// Messages of a sweep supervisor (reachable from every node).
-#[derive(RactorClusterMessage)]
+#[cfg_attr(feature = "cluster", derive(RactorClusterMessage))]
 pub enum SupervisorMsg {
     /// A scorer asks for a unit; `None`: nothing to do now.
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     Lease(Wire<LeaseRequest>, RpcReplyPort<Wire<Option<Lease>>>),
     /// A scorer reports a unit.
     Report(Wire<UnitReport>),
@@ -162,10 +163,10 @@ pub enum SupervisorMsg {
     NodeDown(String),
     /// Answers once every message sent before it on the same session has been handled (a
     /// draining worker calls it before exiting so that its last reports are not lost).
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     Barrier(RpcReplyPort<u64>),
     /// Cells done, total and failed so far.
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     Progress(RpcReplyPort<Wire<(usize, usize, usize)>>),
     /// Stop the sweep now (local, from the run's cancellation token): no more leases, the
     /// ledger flushed, the outcome sent as cancelled. The reason is logged.
@@ -247,16 +248,16 @@ impl SweepState {
 }
 
 /// Messages of a head's sweep coordinator (`--serve`).
-#[derive(RactorClusterMessage)]
+#[cfg_attr(feature = "cluster", derive(RactorClusterMessage))]
 pub enum CoordinatorMsg {
     /// Queue a sweep; `Err` says why it cannot run.
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     Submit(
         Wire<Box<SweepRequest>>,
         RpcReplyPort<Wire<Result<Submitted, String>>>,
     ),
     /// Where a sweep stands (`None`: unknown id).
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     Status(
         Wire<crate::sweep::SweepId>,
         RpcReplyPort<Wire<Option<SweepState>>>,
@@ -264,10 +265,10 @@ pub enum CoordinatorMsg {
     /// A sweep ended (local).
     Finished(Wire<crate::sweep::SweepId>, Wire<SweepState>),
     /// Every sweep this head knows, in the order submitted.
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     List(RpcReplyPort<Wire<Vec<SweepEntry>>>),
     /// Cancel a queued or running sweep: the state it leaves (`Err`: unknown, or ended).
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     Cancel(
         Wire<crate::sweep::SweepId>,
         RpcReplyPort<Wire<Result<SweepState, String>>>,
@@ -288,10 +289,10 @@ pub struct SweepEntry {
 }
 
 /// Messages of a node agent (one per node).
-#[derive(RactorClusterMessage)]
+#[cfg_attr(feature = "cluster", derive(RactorClusterMessage))]
 pub enum NodeAgentMsg {
     /// Heartbeat: answers the node's status.
-    #[rpc]
+    #[cfg_attr(feature = "cluster", rpc)]
     Ping(RpcReplyPort<Wire<NodeStatus>>),
     /// A local scorer finished a unit of this many evaluations (local).
     UnitDone(u64),

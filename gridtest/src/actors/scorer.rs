@@ -42,6 +42,9 @@ pub enum ScorerMsg {
     Drain,
 }
 
+// Local only, never crosses the wire (with the `cluster` feature; without it ractor implements
+// `Message` for every sendable type).
+#[cfg(feature = "cluster")]
 impl ractor::Message for ScorerMsg {}
 
 /// What a scorer needs.

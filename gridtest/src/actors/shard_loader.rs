@@ -63,6 +63,9 @@ pub enum ShardLoaderMsg {
     Stats(RpcReplyPort<LoaderStats>),
 }
 
+// Local only, never crosses the wire (with the `cluster` feature; without it ractor implements
+// `Message` for every sendable type).
+#[cfg(feature = "cluster")]
 impl ractor::Message for ShardLoaderMsg {}
 
 /// Arguments of the [`ShardLoader`].

@@ -1,6 +1,8 @@
 //! `Wire<T>`: any serde type as a ractor_cluster message field (JSON on the wire).
 
+#[cfg(feature = "cluster")]
 use serde::Serialize;
+#[cfg(feature = "cluster")]
 use serde::de::DeserializeOwned;
 
 /// A message payload carried between nodes as JSON.
@@ -12,6 +14,7 @@ use serde::de::DeserializeOwned;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Wire<T>(pub T);
 
+#[cfg(feature = "cluster")]
 impl<T: Serialize + DeserializeOwned + Send + 'static> ractor::BytesConvertable for Wire<T> {
     fn into_bytes(self) -> Vec<u8> {
         serde_json::to_vec(&self.0).expect("wire payloads serialise")

@@ -7,22 +7,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Config};
 
-/// Why a pool's size could not be read or set.
-#[derive(Debug, thiserror::Error)]
-pub enum ScaleError {
-    /// No usable API server configuration (not in a pod, no kubeconfig, a bad URL).
-    #[error("Kubernetes configuration: {0}")]
-    Config(String),
-    /// The API server refused or could not be reached.
-    #[error("the scale of StatefulSet {statefulset}: {source}")]
-    Api {
-        /// The pool's StatefulSet.
-        statefulset: String,
-        /// The client's error.
-        #[source]
-        source: kube::Error,
-    },
-}
+use super::ScaleError;
 
 /// The scale subresource of the StatefulSets of one namespace.
 #[derive(Clone)]

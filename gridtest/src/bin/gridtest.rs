@@ -31,12 +31,16 @@ struct Cli {
 enum Command {
     /// Convert CSV or Parquet files into the `symbol=X/date=YYYY-MM-DD` Parquet layout.
     Ingest(Box<IngestArgs>),
+    #[cfg(feature = "cluster")]
     /// Submit a sweep to a running head and follow it.
     Submit(Box<gridtest::submit::SubmitArgs>),
+    #[cfg(feature = "cluster")]
     /// List the sweeps a serving head knows: queued, running and ended.
     List(gridtest::submit::ListArgs),
+    #[cfg(feature = "cluster")]
     /// Cancel a queued or running sweep on a serving head.
     Cancel(gridtest::submit::CancelArgs),
+    #[cfg(feature = "cluster")]
     /// Follow any sweep of a serving head: its progress, then its leaderboard.
     Follow(gridtest::submit::FollowArgs),
     /// Draw the report.html of a persisted sweep again, from its files under the results root.
@@ -188,10 +192,14 @@ fn main() -> anyhow::Result<()> {
     gridtest::run::init_tracing();
     match Cli::parse().command {
         Command::Ingest(a) => run_ingest(*a),
+        #[cfg(feature = "cluster")]
         Command::Submit(a) => gridtest::submit::run_submit(&a).map_err(Into::into),
         Command::Report(a) => run_report(a),
+        #[cfg(feature = "cluster")]
         Command::List(a) => gridtest::submit::run_list(&a).map_err(Into::into),
+        #[cfg(feature = "cluster")]
         Command::Cancel(a) => gridtest::submit::run_cancel(&a).map_err(Into::into),
+        #[cfg(feature = "cluster")]
         Command::Follow(a) => gridtest::submit::run_follow(&a).map_err(Into::into),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cluster::config::TlsFiles;
 use crate::cluster::{ClusterConfig, Role};
-use crate::transport::TlsFiles;
 
 /// The role asked for on the command line (`--role`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -117,6 +117,12 @@ impl ClusterArgs {
         let pod = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty());
         let identity = pod.clone().unwrap_or_else(|| host.to_owned());
         let (role, inferred_seeds, role_reason) = self.role(&identity);
+        if role != Role::Local && !cfg!(feature = "cluster") {
+            return Err(format!(
+                "{role_reason} makes this process a {role}, which needs gridtest's `cluster` \
+                 feature: this binary was built without it (every run is local)"
+            ));
+        }
         let seeds = if self.seeds.is_empty() {
             inferred_seeds.unwrap_or_default()
         } else {
@@ -286,7 +292,28 @@ impl ClusterArgs {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "cluster")))]
+mod local_only_tests {
+    use super::*;
+
+    #[test]
+    fn without_the_cluster_feature_only_the_local_role_resolves() {
+        let local = ClusterArgs::default().resolve_with_host("laptop").unwrap();
+        assert_eq!(local.role, Role::Local);
+        let head = ClusterArgs {
+            role: Some(RoleChoice::Head),
+            cookie: Some("c".into()),
+            ..ClusterArgs::default()
+        };
+        let err = head.resolve_with_host("laptop").unwrap_err();
+        assert!(
+            err.contains("`cluster`") && err.contains("--role head"),
+            "{err}"
+        );
+    }
+}
+
+#[cfg(all(test, feature = "cluster"))]
 mod tests {
     use super::*;
 

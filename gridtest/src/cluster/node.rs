@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorRef};
+use ractor::{Actor, ActorId, ActorRef};
 use ractor_cluster::node::NodeServerSessionInformation;
 use ractor_cluster::{
     IncomingEncryptionMode, NodeEventSubscription, NodeServer, NodeServerMessage,
+    NodeSessionMessage,
 };
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -13,13 +14,17 @@ use tokio::sync::mpsc;
 
 use super::config::ClusterConfig;
 
-/// A session event, with the peer's node name when known.
+/// A session event, with the peer's node name when known and the session it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeEvent {
     /// A connection opened (not yet authenticated).
     Opened {
         /// Peer address.
         peer_addr: String,
+        /// Whether the peer dialled this node (else this node dialled it).
+        inbound: bool,
+        /// The session; stopping it closes the connection.
+        session: ActorRef<NodeSessionMessage>,
     },
     /// The peer proved it knows the cookie.
     Authenticated {
@@ -27,6 +32,8 @@ pub enum NodeEvent {
         peer: String,
         /// Peer address.
         peer_addr: String,
+        /// The session's actor.
+        session: ActorId,
     },
     /// The session ended.
     Disconnected {
@@ -34,6 +41,8 @@ pub enum NodeEvent {
         peer: Option<String>,
         /// Peer address.
         peer_addr: String,
+        /// The session's actor.
+        session: ActorId,
     },
 }
 
@@ -50,12 +59,15 @@ impl NodeEventSubscription for Forward {
     fn node_session_opened(&self, s: NodeServerSessionInformation) {
         let _ = self.0.send(NodeEvent::Opened {
             peer_addr: s.peer_addr,
+            inbound: s.is_server,
+            session: s.actor,
         });
     }
 
     fn node_session_disconnected(&self, s: NodeServerSessionInformation) {
         let _ = self.0.send(NodeEvent::Disconnected {
             peer: node_name(&s),
+            session: s.actor.get_id(),
             peer_addr: s.peer_addr,
         });
     }
@@ -64,6 +76,7 @@ impl NodeEventSubscription for Forward {
         if let Some(peer) = node_name(&s) {
             let _ = self.0.send(NodeEvent::Authenticated {
                 peer,
+                session: s.actor.get_id(),
                 peer_addr: s.peer_addr,
             });
         }

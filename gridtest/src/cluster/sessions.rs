@@ -37,7 +37,9 @@ impl Sessions {
     pub(crate) fn follow(&mut self, event: NodeEvent) -> Option<SessionChange> {
         match event {
             NodeEvent::Opened { .. } => None,
-            NodeEvent::Authenticated { peer, peer_addr } => {
+            NodeEvent::Authenticated {
+                peer, peer_addr, ..
+            } => {
                 let duplicate_of = self
                     .authenticated
                     .iter()
@@ -49,7 +51,9 @@ impl Sessions {
                     duplicate_of,
                 })
             }
-            NodeEvent::Disconnected { peer, peer_addr } => {
+            NodeEvent::Disconnected {
+                peer, peer_addr, ..
+            } => {
                 match self.authenticated.remove(&peer_addr) {
                     // Another session of the same name still stands: the node is not lost.
                     Some(node) if self.is_connected(&node) => None,
@@ -72,6 +76,7 @@ mod tests {
         NodeEvent::Authenticated {
             peer: peer.into(),
             peer_addr: addr.into(),
+            session: ractor::ActorId::Local(0),
         }
     }
 
@@ -79,6 +84,7 @@ mod tests {
         NodeEvent::Disconnected {
             peer: peer.map(Into::into),
             peer_addr: addr.into(),
+            session: ractor::ActorId::Local(0),
         }
     }
 

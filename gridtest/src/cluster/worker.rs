@@ -34,6 +34,76 @@ fn jittered(backoff: Duration) -> Duration {
     backoff.mul_f64(rand::random_range(0.5..=1.0))
 }
 
+/// How one dial ended.
+enum Dialled {
+    /// Joined, then the session dropped: dial again after the shortest pause.
+    Lost,
+    /// The session never authenticated: why, and whether the head closed it (a refusal) rather
+    /// than it timing out.
+    NotJoined { why: String, refused: bool },
+    /// The node server is gone: stop.
+    Stopped,
+}
+
+/// Follows the session that the dial just made until it ends. Only this session's events count:
+/// a late event of an earlier session is ignored, unless it is the authentication of one (then
+/// that session is the link to the head). A session that does not authenticate in time is
+/// closed here, so that it cannot authenticate later and make the next dial a duplicate name
+/// that the head refuses.
+async fn follow_dial(
+    seed: &str,
+    events: &mut mpsc::UnboundedReceiver<NodeEvent>,
+    status: &StatusLog,
+) -> Dialled {
+    let deadline = tokio::time::Instant::now() + AUTH_TIMEOUT;
+    let mut ours: Option<ActorRef<ractor_cluster::NodeSessionMessage>> = None;
+    let mut joined = None;
+    loop {
+        let event = if joined.is_some() {
+            events.recv().await
+        } else if let Ok(event) = tokio::time::timeout_at(deadline, events.recv()).await {
+            event
+        } else {
+            if let Some(session) = &ours {
+                session.stop(Some("did not authenticate in time".to_owned()));
+            }
+            return Dialled::NotJoined {
+                why: format!("{seed} did not authenticate us in time"),
+                refused: false,
+            };
+        };
+        match event {
+            None => return Dialled::Stopped,
+            Some(NodeEvent::Opened {
+                inbound: false,
+                session,
+                ..
+            }) if ours.is_none() => ours = Some(session),
+            Some(NodeEvent::Opened { .. }) => {}
+            Some(NodeEvent::Authenticated { peer, session, .. }) if joined.is_none() => {
+                joined = Some(session);
+                tracing::info!(head = %peer, seed = %seed, "joined the cluster");
+                status.emit(StatusEvent::Joined { head: peer });
+            }
+            Some(NodeEvent::Authenticated { .. }) => {}
+            Some(NodeEvent::Disconnected { session, .. }) if joined.as_ref() == Some(&session) => {
+                tracing::warn!(seed = %seed, "lost the head; reconnecting");
+                return Dialled::Lost;
+            }
+            Some(NodeEvent::Disconnected { session, .. })
+                if joined.is_none() && ours.as_ref().is_some_and(|o| o.get_id() == session) =>
+            {
+                let why = format!(
+                    "{seed} closed the session before authentication (wrong cookie, or a node of this name is already connected?)"
+                );
+                tracing::warn!("{why}");
+                return Dialled::NotJoined { why, refused: true };
+            }
+            Some(NodeEvent::Disconnected { .. }) => {}
+        }
+    }
+}
+
 /// Keeps this node joined to one of `seeds`; returns an error only if it never managed to join
 /// within the join timeout (a zero timeout: it keeps trying while the head starts, however
 /// long).
@@ -52,47 +122,20 @@ async fn stay_joined(
         for seed in &config.seeds {
             match transport::dial(&server, seed, tls.as_ref()).await {
                 Err(e) => last_error = e.to_string(),
-                Ok(()) => {
-                    let mut joined = false;
-                    loop {
-                        let event = if joined {
-                            events.recv().await
-                        } else {
-                            match tokio::time::timeout(AUTH_TIMEOUT, events.recv()).await {
-                                Ok(e) => e,
-                                Err(_) => {
-                                    last_error = format!("{seed} did not authenticate us in time");
-                                    break;
-                                }
-                            }
-                        };
-                        match event {
-                            Some(NodeEvent::Authenticated { peer, .. }) => {
-                                joined = true;
-                                ever_joined = true;
-                                backoff = Duration::from_millis(200);
-                                tracing::info!(head = %peer, seed = %seed, "joined the cluster");
-                                status.emit(StatusEvent::Joined {
-                                    head: peer.to_string(),
-                                });
-                            }
-                            Some(NodeEvent::Disconnected { .. }) => {
-                                if joined {
-                                    tracing::warn!(seed = %seed, "lost the head; reconnecting");
-                                } else {
-                                    refused += 1;
-                                    last_error = format!(
-                                        "{seed} closed the session before authentication (wrong cookie, or a node of this name is already connected?)"
-                                    );
-                                    tracing::warn!("{last_error}");
-                                }
-                                break;
-                            }
-                            Some(NodeEvent::Opened { .. }) => {}
-                            None => return Ok(()),
-                        }
+                Ok(()) => match follow_dial(seed, &mut events, &status).await {
+                    Dialled::Lost => {
+                        ever_joined = true;
+                        backoff = Duration::from_millis(200);
                     }
-                }
+                    Dialled::NotJoined {
+                        why,
+                        refused: by_head,
+                    } => {
+                        refused += u32::from(by_head);
+                        last_error = why;
+                    }
+                    Dialled::Stopped => return Ok(()),
+                },
             }
             let patient = config.join_timeout.is_zero();
             if !ever_joined && !patient && started.elapsed() > config.join_timeout {

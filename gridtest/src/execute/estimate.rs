@@ -157,10 +157,22 @@ pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate>
 async fn calibrate(plan: &super::plan::Plan, readable: &[&ShardInfo]) -> Option<Calibration> {
     let smallest = readable.iter().min_by_key(|i| i.n_rows())?;
     let shard = plan.spec.shards.iter().find(|s| **s == smallest.shard)?;
-    let reader = ShardReader::try_new(&plan.dataset).ok()?;
-    let data = reader.load(shard).await.ok()?;
+    // A shard whose footers failed is already among the unreadable ones; one that fails only
+    // now (its rows) is said here, since the estimate then has no speed.
+    let loaded = match ShardReader::try_new(&plan.dataset) {
+        Ok(reader) => reader.load(shard).await,
+        Err(e) => Err(e),
+    };
+    let data = match loaded {
+        Ok(data) => data,
+        Err(e) => {
+            tracing::warn!(shard = %shard, error = %e, "no calibration: the shard does not load");
+            return None;
+        }
+    };
     let sets: Vec<_> = plan.spec.grid.iter().take(CALIBRATION_SETS).collect();
-    if sets.is_empty() || data.n_rows() == 0 {
+    let n_sets = sets.len();
+    if n_sets == 0 || data.n_rows() == 0 {
         return None;
     }
     let run = plan.strategy.run;
@@ -176,7 +188,6 @@ async fn calibrate(plan: &super::plan::Plan, readable: &[&ShardInfo]) -> Option<
     })
     .await
     .ok()?;
-    let n_sets = plan.spec.grid.iter().take(CALIBRATION_SETS).count();
     let evaluations = repeats * smallest.n_rows() * n_sets as u64;
     Some(Calibration {
         shard: shard.to_string(),
