@@ -7,7 +7,6 @@ use crate::persist::PersistError;
 use crate::registry::StrategyError;
 use crate::storage::LocationError;
 use crate::sweep::{SweepError, SweepId};
-#[cfg(feature = "cluster")]
 use crate::transport::TransportError;
 
 /// gridtest's error type.
@@ -48,7 +47,6 @@ pub enum Error {
     #[error(transparent)]
     Ingest(#[from] IngestError),
     /// The network between nodes: listening, dialling, TLS.
-    #[cfg(feature = "cluster")]
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// Writing results failed.

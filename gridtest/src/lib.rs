@@ -94,7 +94,6 @@ pub mod strategy;
 #[cfg(feature = "cluster")]
 pub mod submit;
 pub mod sweep;
-#[cfg(feature = "cluster")]
 pub mod transport;
 
 pub use engine::ExecModel;

@@ -103,26 +103,7 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
         }
         return Ok(None);
     }
-    // `--serve` makes a head serve submissions; workers ignore it, so that every ordinal of a
-    // StatefulSet can share one command line.
-    if args.serve {
-        match config.role {
-            #[cfg(feature = "cluster")]
-            Role::Head => {
-                runtime.block_on(crate::cluster::head::serve(&opts, &config))?;
-                return Ok(None);
-            }
-            Role::Worker => {}
-            _ => {
-                return Err(Error::Config {
-                    problems: vec!["--serve needs the head role (--role head)".to_owned()],
-                });
-            }
-        }
-    }
-    #[cfg(feature = "cluster")]
-    if config.role == Role::Worker {
-        runtime.block_on(crate::cluster::worker::run_worker(&opts, &config))?;
+    if serve_or_work(&runtime, args, &opts, &config)? {
         return Ok(None);
     }
     // Outputs are checked before anything is computed: a sweep must not run for minutes only
@@ -142,6 +123,41 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     let (results, search) = computed?;
     let report = summary::report(results, args, out_dir, search)?;
     outcome(report, args.allow_failed_cells).map(Some)
+}
+
+/// The roles that compute no sweep of their own here: a head with `--serve` serves submissions,
+/// a worker serves heads; `true` when this process was one of them (and is done). `--serve` is
+/// ignored by workers, so that every ordinal of a StatefulSet can share one command line.
+fn serve_or_work(
+    runtime: &tokio::runtime::Runtime,
+    args: &RunArgs,
+    opts: &RunOptions,
+    config: &ClusterConfig,
+) -> Result<bool> {
+    if args.serve {
+        match config.role {
+            #[cfg(feature = "cluster")]
+            Role::Head => {
+                runtime.block_on(crate::cluster::head::serve(opts, config))?;
+                return Ok(true);
+            }
+            Role::Worker => {}
+            _ => {
+                return Err(Error::Config {
+                    problems: vec!["--serve needs the head role (--role head)".to_owned()],
+                });
+            }
+        }
+    }
+    #[cfg(feature = "cluster")]
+    if config.role == Role::Worker {
+        runtime.block_on(crate::cluster::worker::run_worker(opts, config))?;
+        return Ok(true);
+    }
+    // Without the cluster feature, resolving the settings refused every other role.
+    #[cfg(not(feature = "cluster"))]
+    let _ = (runtime, opts);
+    Ok(false)
 }
 
 /// Binds `addr` and serves the probes and metrics on it for the life of the process.

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cluster::config::TlsFiles;
 use crate::cluster::{ClusterConfig, Role};
+use crate::transport::TlsFiles;
 
 /// The role asked for on the command line (`--role`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,21 +1,9 @@
 //! Cluster settings as resolved: the role of this process, where it listens, whom it dials,
 //! the shared cookie, TLS, and the timing of heartbeats and drains.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-/// TLS material.
-#[derive(Clone, Debug)]
-pub struct TlsFiles {
-    /// Certificate chain.
-    pub cert: PathBuf,
-    /// Private key.
-    pub key: PathBuf,
-    /// CA bundle.
-    pub ca: PathBuf,
-    /// Expected server name.
-    pub server_name: String,
-}
+use crate::transport::TlsFiles;
 
 /// What this process is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
