@@ -3,7 +3,8 @@
 //! GPU), a channel breakout (bars, CPU; and through orders with a stop-loss and take-profit, the
 //! README's), a strategy with an edge planted for one parameter set (to test searches), and two
 //! portfolio strategies over universes: pairs trading on a spread's z-score and cross-sectional
-//! momentum.
+//! momentum. `shared` holds the crossover, momentum and breakout again with their indicators
+//! declared as shared series (computed once per distinct parameter value).
 //! Read them as templates for your own.
 
 pub mod bench_head;
@@ -13,6 +14,7 @@ pub mod momentum;
 pub mod pairs;
 pub mod planted;
 pub mod rotation;
+pub mod shared;
 pub mod sma;
 
 pub use bench_head::bench_head;
@@ -22,4 +24,5 @@ pub use momentum::{Momentum, MomentumParams};
 pub use pairs::{PairsParams, PairsZScore};
 pub use planted::{Planted, PlantedParams, planted_key, planted_prices, planted_side};
 pub use rotation::{Rotation, RotationParams};
+pub use shared::{BreakoutShared, MomentumShared, PriceChange, PriorChannel, SmaCrossoverShared};
 pub use sma::{SmaCrossover, SmaCrossoverOrders, SmaParams};

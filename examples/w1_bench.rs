@@ -5,7 +5,10 @@
 //! --reference ../shared/data/w1/default_reference.csv`.
 //! `--synth-days N` instead generates (if absent) a synthetic W1-shaped dataset of N days under
 //! `data/bench-<N>d` and runs on it (no reference), to show how memory behaves as history grows;
-//! `--cache-mb 0` streams every shard.
+//! `--cache-mb 0` streams every shard. `--indicators shared` runs the crossover on shared
+//! means (`SmaCrossoverShared`: each distinct window computed once per unit), `--indicators
+//! both` runs the per-lane one and then the shared one and prints their ratio (each checked
+//! against the reference).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -15,7 +18,7 @@ use clap::Parser;
 use gridtest::data::{Dataset, synth};
 use gridtest::prelude::*;
 use gridtest::{DataKind, RunOptions};
-use gridtest_examples::SmaCrossover;
+use gridtest_examples::{SmaCrossover, SmaCrossoverShared};
 
 #[path = "w1_reference.rs"]
 mod w1_reference;
@@ -41,6 +44,17 @@ struct Args {
     /// Runs (the best compute time is reported).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Where the strategy's rolling means live: per lane (`own`), shared (`shared`), or both,
+    /// one after the other, with their ratio.
+    #[arg(long, value_enum, default_value_t = Indicators::Own)]
+    indicators: Indicators,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Indicators {
+    Own,
+    Shared,
+    Both,
 }
 
 fn peak_rss_mib() -> f64 {
@@ -73,15 +87,6 @@ fn main() -> anyhow::Result<()> {
         (None, Some(d)) => d.clone(),
         (None, None) => "../shared/data/w1/default".to_owned(),
     };
-    let sweep = Sweep::of::<SmaCrossover>()
-        .grid(
-            Grid::new()
-                .axis("fast", (5..=100).step_by(5))
-                .axis("slow", (20..=1000).step_by(20))
-                .constrain("fast < slow"),
-        )
-        .data(data.clone())
-        .commission_bps(1.0);
     let opts = RunOptions {
         threads: args.threads.unwrap_or(RunOptions::default().threads),
         cache_bytes: args.cache_mb << 20,
@@ -92,9 +97,60 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let startup = started.elapsed();
+    println!("start-up           {:.3}s", startup.as_secs_f64());
+    let mut speeds = Vec::new();
+    if args.indicators != Indicators::Shared {
+        let own = Sweep::of::<SmaCrossover>();
+        speeds.push(measure(
+            "per-lane means",
+            own,
+            &data,
+            &args,
+            &opts,
+            &runtime,
+        )?);
+    }
+    if args.indicators != Indicators::Own {
+        let shared = Sweep::of::<SmaCrossoverShared>();
+        speeds.push(measure(
+            "shared means",
+            shared,
+            &data,
+            &args,
+            &opts,
+            &runtime,
+        )?);
+    }
+    if let [own, shared] = speeds[..] {
+        println!("shared / per-lane  {:.2}×", shared / own);
+    }
+    println!("peak RSS           {:.1} MiB", peak_rss_mib());
+    Ok(())
+}
+
+/// Runs the W1 grid with `sweep`'s strategy `--repeat` times, prints the best run and checks
+/// it against the reference; returns its evaluations per second.
+fn measure(
+    label: &str,
+    sweep: Sweep,
+    data: &str,
+    args: &Args,
+    opts: &RunOptions,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<f64> {
+    let sweep = sweep
+        .grid(
+            Grid::new()
+                .axis("fast", (5..=100).step_by(5))
+                .axis("slow", (20..=1000).step_by(20))
+                .constrain("fast < slow"),
+        )
+        .data(data.to_owned())
+        .commission_bps(1.0);
+    println!("{label}:");
     let mut best = None;
     for _ in 0..args.repeat.max(1) {
-        let results = runtime.block_on(gridtest::run_sweep(&sweep, &opts))?;
+        let results = runtime.block_on(gridtest::run_sweep(&sweep, opts))?;
         let t = results.timings;
         println!(
             "run: load {:.3}s  compute {:.3}s  wall {:.3}s  {:.3e} evaluations/s",
@@ -126,15 +182,12 @@ fn main() -> anyhow::Result<()> {
         args.cache_mb
     );
     println!("evaluations        {:.4e}", t.evaluations as f64);
-    println!("start-up           {:.3}s", startup.as_secs_f64());
     println!("load               {:.3}s", t.load.as_secs_f64());
     println!("compute            {:.3}s", t.compute.as_secs_f64());
     println!(
         "throughput         {:.3e} tick-parameter evaluations/s",
         t.evaluations_per_second()
     );
-    println!("peak RSS           {:.1} MiB", peak_rss_mib());
-
     if let Some(path) = &args.reference {
         let reference = Reference::read(path)?;
         let rows = results.rows()?;
@@ -147,5 +200,5 @@ fn main() -> anyhow::Result<()> {
             .collect();
         println!("reference          {}", reference.check(cells)?);
     }
-    Ok(())
+    Ok(t.evaluations_per_second())
 }

@@ -27,6 +27,7 @@ mod replay;
 mod report;
 mod research;
 mod s3;
+mod shared_series;
 mod streaming;
 mod submit;
 mod universe;

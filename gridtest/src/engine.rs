@@ -25,8 +25,10 @@ mod order_kernel;
 mod panic_capture;
 mod paths;
 mod raw;
+mod shared_pool;
 mod trace;
 mod universe_kernel;
+mod window;
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
 pub use day_returns::DayReturns;

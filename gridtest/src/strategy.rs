@@ -14,9 +14,12 @@ use crate::broker::Broker;
 use crate::params::{ParamError, ParamSet, ParamValue, Params};
 
 mod cursor;
+mod shared;
 mod slice;
 
 pub use cursor::Cursor;
+pub(crate) use shared::AnySeries;
+pub use shared::{MAX_SHARED, Series, SharedMean, SharedSeries, Tile};
 pub(crate) use slice::Quotes;
 pub use slice::Slice;
 
@@ -164,6 +167,16 @@ pub trait Strategy: Send + Sized + 'static {
     /// How many past events [`Strategy::on_data`] may read through the cursor. Default 0.
     fn lookback(&self) -> usize {
         0
+    }
+
+    /// The indicator series this parameter set reads that others may share (a moving average
+    /// keyed by its window, say): each distinct series of a unit is computed once per tile,
+    /// and [`Cursor::shared`] reads it by the slot [`SharedSeries::add`] returned (0, 1, … in
+    /// order). Default: none, every lane keeps its own state. At most [`MAX_SHARED`]; the
+    /// targets and orders paths read them (a universe strategy declaring one fails its cells).
+    /// See [`SharedMean`] for an example.
+    fn shared(params: &Self::Params, series: &mut SharedSeries<Self::Feed>) {
+        let _ = (params, series);
     }
 
     /// The targets path (the fast one): sees one event and returns the target position, a

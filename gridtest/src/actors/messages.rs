@@ -94,6 +94,10 @@ pub struct Lease {
     pub context: Option<SweepContext>,
     /// The unit.
     pub unit: WorkUnit,
+    /// How long the supervisor held the request for want of a unit (microseconds): waiting
+    /// for work, not lease latency.
+    #[serde(default)]
+    pub held_us: u64,
 }
 
 /// A scorer's report on a unit.

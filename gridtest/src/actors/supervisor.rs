@@ -11,7 +11,8 @@
 //! * Losing a node is not a failure of its cells; a cell that fails by itself is retried by the
 //!   ledger a bounded number of times.
 //! * When the queue is empty, idle scorers get a second copy of the longest-running units
-//!   (stragglers); the first result wins.
+//!   (stragglers); the first result wins. A scorer that asks when there is nothing at all is
+//!   answered when a unit frees up or just before its call times out, not polled for.
 //! * Progress (cells, failures, requeues, per-node throughput) is logged every
 //!   `progress_every`; a node whose per-scorer speed falls below half the median is flagged.
 
@@ -23,6 +24,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
+mod parked;
 mod state;
 
 pub use state::SupervisorState;
@@ -155,6 +157,7 @@ impl Supervisor {
             },
             None => WriterOutcome::lost("the ledger writer was stopped"),
         };
+        state.parked.release_all();
         state.flag_slow_nodes();
         state.log_progress();
         if let (Some(ledger), Some(done)) = (state.ledger.take(), state.done.take()) {
@@ -269,6 +272,7 @@ impl Actor for Supervisor {
             computed: 0,
             last_progress: Instant::now(),
             gpu_capable,
+            parked: parked::ParkedLeases::default(),
         })
     }
 
@@ -319,12 +323,11 @@ impl Actor for Supervisor {
         }
         match msg {
             SupervisorMsg::Barrier(_) | SupervisorMsg::Progress(_) => {}
-            SupervisorMsg::Lease(Wire(request), reply) => {
-                let _ = reply.send(Wire(state.on_lease(&request)));
-            }
+            SupervisorMsg::Lease(Wire(request), reply) => state.on_lease(request, reply),
             SupervisorMsg::Report(Wire(report)) => {
                 state.on_report(report);
                 Self::finish_if_done(&myself, state).await;
+                state.serve_parked_if_pending();
             }
             SupervisorMsg::Release(Wire(worker)) => {
                 let n = state
@@ -333,6 +336,7 @@ impl Actor for Supervisor {
                     .map_or(0, |l| l.release_worker(&worker).len());
                 state.fleet.requeued(&worker.node, n, Instant::now());
                 state.requeued += n;
+                state.serve_parked_if_pending();
             }
             SupervisorMsg::ReleaseNode(node) => {
                 state.lose(&node, "handed its work back");

@@ -5,11 +5,13 @@ use super::day_returns::DayReturns;
 use super::exec_model::{ExecModel, RatioConvention};
 use super::finish::{Conventions, Outcomes};
 use super::panic_capture;
+use super::shared_pool::{SharedPool, Slots};
 use super::trace::{self, Before, CellTrace};
+use super::window::{Window, tile_end};
 use super::{CellFailure, CellOutcome, FailureKind};
-use crate::data::{FeedBatch, NS_PER_DAY};
+use crate::data::FeedBatch;
 use crate::params::{ParamSet, Params};
-use crate::strategy::{Cursor, Feed, MAX_COLUMNS, Strategy};
+use crate::strategy::{Cursor, Feed, SharedSeries, Strategy};
 
 /// Events per tile: small enough that a tile's columns and shared ratios stay in L1 while every
 /// lane passes over it. Return moments are merged once per tile of the shard (events
@@ -19,124 +21,44 @@ pub const TILE: usize = 2048;
 /// Largest lookback a strategy may ask for (events); beyond it the cell fails.
 const MAX_LOOKBACK: usize = 1 << 24;
 
-/// The tile being processed, with the lookback carried in front of it.
-pub(super) struct Window {
+/// A lane's strategy, how far back it reads, and the series it shares.
+pub(super) struct Built<S: Strategy> {
+    pub(super) strategy: S,
     pub(super) lookback: usize,
-    pub(super) ts: Vec<i64>,
-    pub(super) cols: Vec<Vec<f64>>,
-    /// Events in the current tile.
-    pub(super) len: usize,
-    /// Fill price / previous mark, per event of the tile.
-    g_fill: Vec<f64>,
-    /// Mark / fill (bars: close / open), per event of the tile.
-    g_hold: Vec<f64>,
-    last_mark: f64,
-    /// When recording days: the tile positions where a new day starts (never the shard's first
-    /// event), and the day of the last event loaded.
-    day_starts: Vec<usize>,
-    pub(super) day: Option<i64>,
+    pub(super) shared: SharedSeries<S::Feed>,
 }
 
-impl Window {
-    pub(super) fn new(lookback: usize, n_cols: usize) -> Self {
-        Self {
-            lookback,
-            ts: vec![0; lookback + TILE],
-            cols: vec![vec![0.0; lookback + TILE]; n_cols],
-            len: 0,
-            g_fill: vec![1.0; TILE],
-            g_hold: vec![1.0; TILE],
-            last_mark: f64::NAN,
-            day_starts: Vec::new(),
-            day: None,
-        }
-    }
-
-    /// Finds where days start in the current tile; returns the days that ended in it.
-    pub(super) fn mark_days(&mut self, ended: &mut Vec<i64>) {
-        self.day_starts.clear();
-        let ts = &self.ts[self.lookback..self.lookback + self.len];
-        for (j, t) in ts.iter().enumerate() {
-            let day = t.div_euclid(NS_PER_DAY);
-            match self.day {
-                Some(d) if d == day => {}
-                Some(d) => {
-                    ended.push(d);
-                    self.day_starts.push(j);
-                    self.day = Some(day);
-                }
-                None => self.day = Some(day),
-            }
-        }
-    }
-
-    /// Shifts the last `lookback` events to the front and copies events `range` of `batch` after.
-    pub(super) fn load<F: Feed>(&mut self, batch: &FeedBatch, range: std::ops::Range<usize>) {
-        let (l, n) = (self.lookback, range.len());
-        debug_assert!(n <= TILE);
-        if l > 0 {
-            self.ts.copy_within(self.len..self.len + l, 0);
-            for c in &mut self.cols {
-                c.copy_within(self.len..self.len + l, 0);
-            }
-        }
-        self.ts[l..l + n].copy_from_slice(&batch.ts()[range.clone()]);
-        for (dst, src) in self.cols.iter_mut().zip(batch.columns()) {
-            dst[l..l + n].copy_from_slice(&src[range.clone()]);
-        }
-        self.len = n;
-        let fill = &self.cols[F::FILL][l..l + n];
-        let mark = &self.cols[F::MARK][l..l + n];
-        let mut prev = self.last_mark;
-        for j in 0..n {
-            self.g_fill[j] = fill[j] / prev;
-            prev = mark[j];
-        }
-        if F::INTRABAR {
-            for j in 0..n {
-                self.g_hold[j] = mark[j] / fill[j];
-            }
-        }
-        self.last_mark = prev;
-    }
-
-    pub(super) fn cursor<F: Feed>(&self, seen: u64) -> Cursor<'_, F> {
-        let end = self.lookback + self.len;
-        let mut cols: [&[f64]; MAX_COLUMNS] = [&[]; MAX_COLUMNS];
-        for (slot, c) in cols.iter_mut().zip(&self.cols) {
-            *slot = &c[..end];
-        }
-        Cursor::new(&self.ts[..end], cols, self.lookback, self.lookback, seen)
-    }
-}
-
-/// Where the tile that starts at event `start` of a batch of `len` ends, after `seen` events of
-/// the shard: at the shard's next multiple of [`TILE`], or the batch's end.
-pub(super) fn tile_end(seen: u64, start: usize, len: usize) -> usize {
-    let to_boundary = TILE - usize::try_from(seen % TILE as u64).unwrap_or(0);
-    (start + to_boundary).min(len)
-}
-
-/// Builds the strategy of one parameter set and reads its lookback; a set that does not fit
-/// `S::Params`, a panic in `S::new` or too long a lookback fails the cell.
-pub(super) fn build_strategy<S: Strategy>(set: &ParamSet) -> Result<(S, usize), CellFailure> {
+/// Builds the strategy of one parameter set, reads its lookback and its shared series; a set
+/// that does not fit `S::Params`, a panic in `S::new` or `S::shared` or too long a lookback
+/// fails the cell.
+pub(super) fn build_strategy<S: Strategy>(set: &ParamSet) -> Result<Built<S>, CellFailure> {
     let params = S::Params::from_param_set(set)
         .map_err(|e| CellFailure::new(FailureKind::Params, e.to_string()))?;
-    match panic_capture::catch(|| {
-        let s = S::new(&params);
-        let l = s.lookback();
-        (s, l)
-    }) {
-        Ok((_, l)) if l > MAX_LOOKBACK => Err(CellFailure::new(
-            FailureKind::Params,
-            format!("lookback {l} exceeds the limit of {MAX_LOOKBACK} events"),
-        )),
-        Ok(built) => Ok(built),
-        Err(msg) => Err(CellFailure::new(
+    let built = panic_capture::catch(|| {
+        let strategy = S::new(&params);
+        let lookback = strategy.lookback();
+        let mut shared = SharedSeries::default();
+        S::shared(&params, &mut shared);
+        Built {
+            strategy,
+            lookback,
+            shared,
+        }
+    })
+    .map_err(|msg| {
+        CellFailure::new(
             FailureKind::Panic,
-            format!("strategy panicked in new() for [{set}]: {msg}"),
-        )),
+            format!("strategy panicked in new() or shared() for [{set}]: {msg}"),
+        )
+    })?;
+    let longest = built.lookback.max(built.shared.lookback());
+    if longest > MAX_LOOKBACK {
+        return Err(CellFailure::new(
+            FailureKind::Params,
+            format!("lookback {longest} exceeds the limit of {MAX_LOOKBACK} events"),
+        ));
     }
+    Ok(built)
 }
 
 #[allow(
@@ -147,6 +69,8 @@ enum Lane<S> {
     Live {
         strategy: S,
         account: Account,
+        /// Where its shared series are in the kernel's pool.
+        slots: Slots,
         /// Equity at each day's close, when recording.
         closes: Vec<f64>,
     },
@@ -157,6 +81,8 @@ enum Lane<S> {
 pub(crate) struct Kernel<S: Strategy> {
     lanes: Vec<Lane<S>>,
     window: Window,
+    /// The lanes' distinct shared series.
+    pool: SharedPool<S::Feed>,
     cost: f64,
     max_leverage: f64,
     conventions: Conventions,
@@ -173,23 +99,27 @@ pub(crate) struct Kernel<S: Strategy> {
 impl<S: Strategy> Kernel<S> {
     pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
         let mut lookback = 0;
+        let mut pool = SharedPool::new(TILE);
         let lanes = sets
             .iter()
-            .map(|set| match build_strategy::<S>(set) {
-                Ok((strategy, l)) => {
-                    lookback = lookback.max(l);
-                    Lane::Live {
-                        strategy,
-                        account: Account::new(),
-                        closes: Vec::new(),
-                    }
-                }
-                Err(failure) => Lane::Failed(failure),
+            .map(|set| {
+                let built = build_strategy::<S>(set)?;
+                let slots = pool.join(built.shared)?;
+                lookback = lookback.max(built.lookback);
+                Ok(Lane::Live {
+                    strategy: built.strategy,
+                    account: Account::new(),
+                    slots,
+                    closes: Vec::new(),
+                })
             })
+            .map(|lane| lane.unwrap_or_else(Lane::Failed))
             .collect();
+        let lookback = lookback.max(pool.lookback());
         Self {
             lanes,
             window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),
+            pool,
             cost: exec.cost_rate(),
             max_leverage: exec.max_leverage,
             conventions: Conventions::of(exec),
@@ -240,37 +170,45 @@ impl<S: Strategy> Kernel<S> {
         let n = self.window.len;
         let periods = if seen == 0 { n - 1 } else { n };
         let (cost, max_leverage) = (self.cost, self.max_leverage);
-        let window = &self.window;
+        self.pool.fill(&self.window, seen);
+        let (window, pool) = (&self.window, &self.pool);
         let trace = &mut self.trace;
         for lane in &mut self.lanes {
             let Lane::Live {
                 strategy,
                 account,
+                slots,
                 closes,
             } = lane
             else {
                 continue;
             };
+            if let Some(failure) = pool.failure(slots) {
+                *lane = Lane::Failed(failure);
+                continue;
+            }
             let ran = panic_capture::catch(|| {
+                let cursor = window.lane_cursor(seen, pool, slots);
                 if let Some(trace) = trace.as_mut() {
                     let costs = (cost, max_leverage);
-                    return run_traced(strategy, account, window, seen, costs, trace);
+                    return run_traced(strategy, account, window, cursor, costs, trace);
                 }
                 let mut from = 0;
                 for &day_start in &window.day_starts {
-                    run_segment(
-                        strategy,
-                        account,
-                        window,
-                        seen,
-                        from..day_start,
-                        cost,
-                        max_leverage,
-                    );
+                    let range = from..day_start;
+                    run_segment(strategy, account, window, cursor, range, cost, max_leverage);
                     closes.push(account.equity());
                     from = day_start;
                 }
-                run_segment(strategy, account, window, seen, from..n, cost, max_leverage);
+                run_segment(
+                    strategy,
+                    account,
+                    window,
+                    cursor,
+                    from..n,
+                    cost,
+                    max_leverage,
+                );
             });
             match ran {
                 Ok(()) => {}
@@ -344,12 +282,12 @@ fn run_traced<S: Strategy>(
     strategy: &mut S,
     account: &mut Account,
     window: &Window,
-    seen: u64,
+    mut cursor: Cursor<'_, S::Feed>,
     (cost, max_leverage): (f64, f64),
     trace: &mut CellTrace,
 ) {
     let (l, n) = (window.lookback, window.len);
-    let mut cursor = window.cursor::<S::Feed>(seen);
+    let seen = cursor.index();
     let mut first = 0;
     if seen == 0 {
         cursor.set(l, 0);
@@ -398,15 +336,15 @@ fn run_segment<S: Strategy>(
     strategy: &mut S,
     account: &mut Account,
     window: &Window,
-    seen: u64,
+    cursor: Cursor<'_, S::Feed>,
     range: std::ops::Range<usize>,
     cost: f64,
     max_leverage: f64,
 ) {
     if <S::Feed as Feed>::INTRABAR {
-        run_lane::<S, true>(strategy, account, window, seen, range, cost, max_leverage);
+        run_lane::<S, true>(strategy, account, window, cursor, range, cost, max_leverage);
     } else {
-        run_lane::<S, false>(strategy, account, window, seen, range, cost, max_leverage);
+        run_lane::<S, false>(strategy, account, window, cursor, range, cost, max_leverage);
     }
 }
 
@@ -416,14 +354,14 @@ fn run_lane<S: Strategy, const INTRABAR: bool>(
     strategy: &mut S,
     account: &mut Account,
     window: &Window,
-    seen: u64,
+    mut cursor: Cursor<'_, S::Feed>,
     range: std::ops::Range<usize>,
     cost: f64,
     max_leverage: f64,
 ) {
-    let l = window.lookback;
-    let n = range.end;
-    let mut cursor = window.cursor::<S::Feed>(seen);
+    let (l, n) = (window.lookback, range.end);
+    // The cursor starts at the tile's first event: its index is the shard's events before it.
+    let seen = cursor.index();
     let mut first = range.start;
     if seen == 0 && first == 0 {
         // The shard's first event: nothing to execute yet.

@@ -5,19 +5,22 @@
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::finish::Outcomes;
-use super::kernel::{Window, build_strategy, tile_end};
+use super::kernel::{TILE, build_strategy};
 use super::order_account::OrderAccount;
 use super::panic_capture;
+use super::shared_pool::{SharedPool, Slots};
 use super::trace::CellTrace;
+use super::window::{Window, tile_end};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
 use crate::params::ParamSet;
-use crate::strategy::{Feed, Strategy};
+use crate::strategy::{Cursor, Feed, Strategy};
 
 enum Lane<S> {
     Live {
         strategy: S,
         account: Box<OrderAccount>,
+        slots: Slots,
     },
     Failed(CellFailure),
 }
@@ -26,6 +29,8 @@ enum Lane<S> {
 pub(crate) struct OrderKernel<S: Strategy> {
     lanes: Vec<Lane<S>>,
     window: Window,
+    /// The lanes' distinct shared series.
+    pool: SharedPool<S::Feed>,
     exec: ExecModel,
     seen: u64,
     /// The days that ended so far, when recording them.
@@ -37,22 +42,26 @@ pub(crate) struct OrderKernel<S: Strategy> {
 impl<S: Strategy> OrderKernel<S> {
     pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
         let mut lookback = 0;
+        let mut pool = SharedPool::new(TILE);
         let lanes = sets
             .iter()
-            .map(|set| match build_strategy::<S>(set) {
-                Ok((strategy, l)) => {
-                    lookback = lookback.max(l);
-                    Lane::Live {
-                        strategy,
-                        account: Box::new(OrderAccount::new(exec)),
-                    }
-                }
-                Err(failure) => Lane::Failed(failure),
+            .map(|set| {
+                let built = build_strategy::<S>(set)?;
+                let slots = pool.join(built.shared)?;
+                lookback = lookback.max(built.lookback);
+                Ok(Lane::Live {
+                    strategy: built.strategy,
+                    account: Box::new(OrderAccount::new(exec)),
+                    slots,
+                })
             })
+            .map(|lane| lane.unwrap_or_else(Lane::Failed))
             .collect();
+        let lookback = lookback.max(pool.lookback());
         Self {
             lanes,
             window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),
+            pool,
             exec: exec.clone(),
             seen: 0,
             record_days: false,
@@ -103,13 +112,26 @@ impl<S: Strategy> OrderKernel<S> {
 
     fn run_tile(&mut self) {
         let (seen, n) = (self.seen, self.window.len);
-        let window = &self.window;
+        self.pool.fill(&self.window, seen);
+        let (window, pool) = (&self.window, &self.pool);
         let trace = &mut self.trace;
         for lane in &mut self.lanes {
-            let Lane::Live { strategy, account } = lane else {
+            let Lane::Live {
+                strategy,
+                account,
+                slots,
+            } = lane
+            else {
                 continue;
             };
-            let ran = panic_capture::catch(|| run_lane(strategy, account, window, seen, trace));
+            if let Some(failure) = pool.failure(slots) {
+                *lane = Lane::Failed(failure);
+                continue;
+            }
+            let ran = panic_capture::catch(|| {
+                let cursor = window.lane_cursor(seen, pool, slots);
+                run_lane(strategy, account, window, cursor, trace);
+            });
             if let Err(msg) = ran {
                 *lane = Lane::Failed(CellFailure::new(
                     FailureKind::Panic,
@@ -153,9 +175,10 @@ fn run_lane<S: Strategy>(
     strategy: &mut S,
     account: &mut OrderAccount,
     window: &Window,
-    seen: u64,
+    mut cursor: Cursor<'_, S::Feed>,
     trace: &mut Option<CellTrace>,
 ) {
+    let seen = cursor.index();
     let l = window.lookback;
     let cols = &window.cols;
     let [o, h, lo, c] = [
@@ -164,7 +187,6 @@ fn run_lane<S: Strategy>(
         <S::Feed as Feed>::LOW,
         <S::Feed as Feed>::MARK,
     ];
-    let mut cursor = window.cursor::<S::Feed>(seen);
     let (open, high, low, close) = (&cols[o], &cols[h], &cols[lo], &cols[c]);
     for (j, &ts) in window.ts.iter().enumerate().skip(l).take(window.len) {
         let index = seen + (j - l) as u64;

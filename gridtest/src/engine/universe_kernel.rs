@@ -58,8 +58,13 @@ impl<S: Strategy> UniverseKernel<S> {
         let lanes = sets
             .iter()
             .map(|set| match build_strategy::<S>(set) {
-                Ok((strategy, _)) => Lane::Live {
-                    strategy,
+                Ok(built) if !built.shared.is_empty() => Lane::Failed(CellFailure::new(
+                    FailureKind::Params,
+                    "the strategy declares shared series, which the universe path does not \
+                     compute (read them on the targets or orders path)",
+                )),
+                Ok(built) => Lane::Live {
+                    strategy: built.strategy,
                     book: None,
                     closes: Vec::new(),
                 },

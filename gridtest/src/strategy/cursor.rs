@@ -2,6 +2,7 @@
 
 use std::marker::PhantomData;
 
+use super::shared::MAX_SHARED;
 use super::{Bars, Feed, MAX_COLUMNS, Ticks};
 
 /// A strategy's view of the current event and the `lookback` events before it.
@@ -18,6 +19,10 @@ pub struct Cursor<'a, F: Feed> {
     /// The lane's equity (1 at the start) and the fraction of it held, after this event.
     equity: f64,
     weight: f64,
+    /// The lane's shared series over the tile (one value per event of the tile), and the
+    /// position of the tile's first event in `ts` and `cols`.
+    shared: [&'a [f64]; MAX_SHARED],
+    origin: usize,
     _feed: PhantomData<F>,
 }
 
@@ -38,8 +43,17 @@ impl<'a, F: Feed> Cursor<'a, F> {
             index,
             equity: f64::NAN,
             weight: f64::NAN,
+            shared: [&[]; MAX_SHARED],
+            origin: lookback,
             _feed: PhantomData,
         }
+    }
+
+    /// Gives the cursor the lane's shared series over the tile (the engine, once per tile).
+    #[inline(always)]
+    pub(crate) fn with_shared(mut self, shared: [&'a [f64]; MAX_SHARED]) -> Self {
+        self.shared = shared;
+        self
     }
 
     #[inline(always)]
@@ -99,6 +113,23 @@ impl<'a, F: Feed> Cursor<'a, F> {
              `const ACCOUNT: bool = true` (the engine fills it only then)"
         );
         (self.equity, self.weight)
+    }
+
+    /// The value at the current event of the shared series declared in slot `slot` (see
+    /// [`Strategy::shared`](super::Strategy::shared) and [`SharedSeries::add`](super::SharedSeries::add)).
+    ///
+    /// # Panics
+    /// If the strategy declared no series in that slot for this parameter set.
+    #[inline(always)]
+    #[must_use]
+    pub fn shared(&self, slot: usize) -> f64 {
+        let series = self.shared.get(slot).copied().unwrap_or_default();
+        match series.get(self.at - self.origin) {
+            Some(&value) => value,
+            None => panic!(
+                "shared series {slot} is read, but the strategy declared no series in that slot"
+            ),
+        }
     }
 
     /// Number of events of this shard before the current one (0 for the first).

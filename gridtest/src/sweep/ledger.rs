@@ -429,72 +429,13 @@ impl Ledger {
         self.release_where(|w| w.node == node)
     }
 
-    /// Units currently leased to `node`.
-    #[must_use]
-    pub fn leased_to(&self, node: &str) -> usize {
-        self.units
-            .values()
-            .filter(|e| matches!(&e.state, UnitState::Leased(h) if h.iter().any(|(w, _)| w.node == node)))
-            .count()
-    }
-
-    /// How many times a unit has been leased.
-    #[must_use]
-    pub fn leases(&self, id: UnitId) -> u32 {
-        self.units.get(&id).map_or(0, |e| e.leases)
-    }
-
-    /// Cells expected in all.
-    #[must_use]
-    pub fn expected(&self) -> usize {
-        self.expected
-    }
-
-    /// Cells final so far.
-    #[must_use]
-    pub fn recorded(&self) -> usize {
-        self.recorded
-    }
-
-    /// Cells final as failed so far.
-    #[must_use]
-    pub fn failed(&self) -> usize {
-        self.failed
-    }
-
-    /// Units not yet complete.
-    #[must_use]
-    pub fn units_left(&self) -> usize {
-        self.units.len() - self.units_done
-    }
-
-    /// Units waiting for a scorer.
-    #[must_use]
-    pub fn pending(&self) -> usize {
-        self.units
-            .values()
-            .filter(|e| e.state == UnitState::Pending)
-            .count()
-    }
-
-    /// Whether every cell is final.
-    #[must_use]
-    pub fn is_finished(&self) -> bool {
-        self.units_left() == 0 && self.recorded >= self.expected
-    }
-
     /// Takes the cells that became final since the last call (to persist and aggregate them).
     pub fn take_journal(&mut self) -> Vec<FinalCell> {
         std::mem::take(&mut self.journal)
     }
-
-    /// Counters.
-    #[must_use]
-    pub fn stats(&self) -> LedgerStats {
-        self.stats
-    }
 }
 
+mod counts;
 #[cfg(test)]
 mod tests;
 mod unit_entry;

@@ -2,7 +2,7 @@
 //! context kept across leases, and batches of units of one shard for a backend that wants them.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
@@ -102,7 +102,8 @@ pub(super) async fn cached_shards(args: &ScorerArgs) -> Vec<crate::data::ShardId
         .unwrap_or_default()
 }
 
-/// Sends one lease request and counts how long the grant took.
+/// Sends one lease request and counts how long the grant took (less the time the supervisor
+/// held it for want of a unit).
 pub(super) async fn request_lease(
     args: &ScorerArgs,
     supervisor: &ActorRef<SupervisorMsg>,
@@ -117,7 +118,9 @@ pub(super) async fn request_lease(
         .await;
     match answer {
         Ok(CallResult::Success(Wire(Some(lease)))) => {
-            args.lease_latency.record(asked.elapsed());
+            let held = Duration::from_micros(lease.held_us);
+            args.lease_latency
+                .record(asked.elapsed().saturating_sub(held));
             LeaseAnswer::Granted(Box::new(lease))
         }
         Ok(CallResult::Success(Wire(None))) => LeaseAnswer::NoWork,

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
+use super::parked::{LeaseReply, ParkedLeases, Refusal};
 use super::{SupervisorOutcome, SupervisorTiming};
 use crate::actors::ledger_writer::LedgerWriterMsg;
 use crate::actors::messages::{Lease, LeaseRequest, SweepContext, UnitReport};
+use crate::actors::wire::Wire;
 use crate::progress::{FleetSnapshot, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
 use crate::sweep::{Completion, Fleet, Gate, Ledger};
@@ -34,6 +36,8 @@ pub struct SupervisorState {
     pub(super) last_progress: Instant,
     /// Whether the sweep's strategy has device code (GPU scorers may take its units).
     pub(super) gpu_capable: bool,
+    /// Lease requests held until a unit frees up.
+    pub(super) parked: ParkedLeases,
 }
 
 impl SupervisorState {
@@ -70,6 +74,7 @@ impl SupervisorState {
             reason: why.to_owned(),
             requeued: released.len(),
         });
+        self.serve_parked_if_pending();
     }
 
     pub(super) fn flag_slow_nodes(&mut self) {
@@ -126,32 +131,70 @@ impl SupervisorState {
         );
     }
 
-    /// A scorer asks for work.
-    pub(super) fn on_lease(&mut self, request: &LeaseRequest) -> Option<Lease> {
+    /// A scorer asks for work: a unit now, or the request held until one frees up (see
+    /// [`ParkedLeases`]), or no unit.
+    pub(super) fn on_lease(&mut self, request: LeaseRequest, reply: LeaseReply) {
         let now = Instant::now();
         self.seen(&request.worker.node);
-        if self.fleet.gate(&request.worker.node, now) == Gate::Wait
-            || !self.fleet.may_lease(
-                &request.worker.node,
-                request.worker.is_gpu(),
-                self.gpu_capable,
-            )
-        {
-            return None;
+        match self.try_lease(&request, now) {
+            Ok(lease) => {
+                let _ = reply.send(Wire(Some(lease)));
+            }
+            Err(refusal) if ParkedLeases::holds(&request, refusal) => {
+                self.parked.park(request, reply, now);
+            }
+            Err(_) => {
+                let _ = reply.send(Wire(None));
+            }
         }
-        let ledger = self.ledger.as_mut()?;
+    }
+
+    /// Offers the held lease requests what the ledger has now.
+    pub(super) fn serve_parked(&mut self) {
+        if self.parked.len() == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let mut parked = std::mem::take(&mut self.parked);
+        parked.serve(now, |request| self.try_lease(request, now));
+        self.parked = parked;
+    }
+
+    /// Offers the held requests only when the queue has a unit (after a report, which may
+    /// retry a failed unit): cheap enough to do on every report.
+    pub(super) fn serve_parked_if_pending(&mut self) {
+        if self.parked.len() > 0 && self.ledger.as_ref().is_some_and(Ledger::has_pending) {
+            self.serve_parked();
+        }
+    }
+
+    /// Leases a unit to the scorer of `request`, if there is one it may take.
+    fn try_lease(&mut self, request: &LeaseRequest, now: Instant) -> Result<Lease, Refusal> {
+        if !self.fleet.may_lease(
+            &request.worker.node,
+            request.worker.is_gpu(),
+            self.gpu_capable,
+        ) {
+            return Err(Refusal::Never);
+        }
+        if self.fleet.gate(&request.worker.node, now) == Gate::Wait {
+            return Err(Refusal::Wait);
+        }
+        let ledger = self.ledger.as_mut().ok_or(Refusal::Never)?;
         let unit = if request.pending_only {
             ledger.lease_pending(&request.worker, &request.cached)
         } else {
             ledger.lease(&request.worker, &request.cached)
-        }?;
+        }
+        .ok_or(Refusal::Empty)?;
         self.fleet.leased(now);
         let sweep_id = &self.context.sweep_id;
-        Some(Lease {
+        Ok(Lease {
             sweep_id: sweep_id.clone(),
             context: (request.holds_context.as_ref() != Some(sweep_id))
                 .then(|| self.context.clone()),
             unit,
+            held_us: 0,
         })
     }
 
@@ -209,6 +252,8 @@ impl SupervisorState {
         for name in self.fleet.silent(Instant::now()) {
             self.lose(&name, "silent past the heartbeat deadline");
         }
+        // Held requests past their time are answered; a straggler may now be worth a copy.
+        self.serve_parked();
         if self.last_progress.elapsed() >= self.timing.progress_every {
             self.last_progress = Instant::now();
             self.flag_slow_nodes();

@@ -1,0 +1,171 @@
+//! `SharedPool`: the distinct shared series of a kernel's lanes (see
+//! [`Strategy::shared`](crate::strategy::Strategy::shared)), each computed once per tile into
+//! a buffer every lane that declared it reads.
+
+use super::panic_capture;
+use super::window::Window;
+use super::{CellFailure, FailureKind};
+use crate::strategy::{AnySeries, Feed, MAX_SHARED, SharedSeries};
+
+/// Which series of the pool a lane reads, by its slots.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Slots {
+    ids: [u32; MAX_SHARED],
+    len: u8,
+}
+
+impl Slots {
+    fn ids(&self) -> &[u32] {
+        &self.ids[..usize::from(self.len)]
+    }
+}
+
+/// The distinct series of the lanes, and their values over the current tile.
+pub(super) struct SharedPool<F: Feed> {
+    series: Vec<Box<dyn AnySeries<F>>>,
+    /// Series `k`'s values over the tile: `values[k * tile .. k * tile + len]`.
+    values: Vec<f64>,
+    tile: usize,
+    /// Why series `k` stopped (it panicked), if it did.
+    failed: Vec<Option<String>>,
+    any_failed: bool,
+}
+
+impl<F: Feed> SharedPool<F> {
+    /// An empty pool for tiles of up to `tile` events.
+    pub(super) fn new(tile: usize) -> Self {
+        Self {
+            series: Vec::new(),
+            values: Vec::new(),
+            tile,
+            failed: Vec::new(),
+            any_failed: false,
+        }
+    }
+
+    /// Adds the series one lane declared, each only if no equal one is held already; returns
+    /// where the lane's slots point. More than [`MAX_SHARED`] fails the lane's cell.
+    pub(super) fn join(&mut self, declared: SharedSeries<F>) -> Result<Slots, CellFailure> {
+        let declared = declared.into_series();
+        if declared.len() > MAX_SHARED {
+            return Err(CellFailure::new(
+                FailureKind::Params,
+                format!(
+                    "the strategy declares {} shared series; at most {MAX_SHARED}",
+                    declared.len()
+                ),
+            ));
+        }
+        let mut slots = Slots::default();
+        for (slot, series) in declared.into_iter().enumerate() {
+            let id = match self.series.iter().position(|held| held.same(&*series)) {
+                Some(id) => id,
+                None => {
+                    self.series.push(series);
+                    self.failed.push(None);
+                    self.series.len() - 1
+                }
+            };
+            slots.ids[slot] = u32::try_from(id).expect("fewer series than lanes");
+            slots.len += 1;
+        }
+        self.values.resize(self.series.len() * self.tile, f64::NAN);
+        Ok(slots)
+    }
+
+    /// Distinct series held.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    /// The most events any series reads back.
+    pub(super) fn lookback(&self) -> usize {
+        self.series.iter().map(|s| s.lookback()).max().unwrap_or(0)
+    }
+
+    /// Computes every series over the window's current tile (`seen` events of the shard
+    /// before it). A series that panics stops; the lanes reading it fail (see
+    /// [`SharedPool::failure`]).
+    pub(super) fn fill(&mut self, window: &Window, seen: u64) {
+        if self.series.is_empty() {
+            return;
+        }
+        let tile = window.tile::<F>(seen);
+        let n = window.len;
+        let chunks = self.values.chunks_mut(self.tile);
+        for ((series, out), failed) in self.series.iter_mut().zip(chunks).zip(&mut self.failed) {
+            if failed.is_some() {
+                continue;
+            }
+            let name = series.type_name();
+            if let Err(msg) = panic_capture::catch(|| series.fill(&tile, &mut out[..n])) {
+                *failed = Some(format!(
+                    "shared series {name} panicked between events {seen} and {}: {msg}",
+                    seen + n as u64 - 1
+                ));
+                self.any_failed = true;
+            }
+        }
+    }
+
+    /// Why the lane of `slots` cannot go on: a series it reads has failed.
+    pub(super) fn failure(&self, slots: &Slots) -> Option<CellFailure> {
+        if !self.any_failed {
+            return None;
+        }
+        slots
+            .ids()
+            .iter()
+            .find_map(|&id| self.failed[id as usize].clone())
+            .map(|msg| CellFailure::new(FailureKind::Panic, msg))
+    }
+
+    /// The values over the tile's `n` events of the series the lane of `slots` reads, in its
+    /// slot order (empty slices for slots it did not declare).
+    #[inline(always)]
+    pub(super) fn slices(&self, slots: &Slots, n: usize) -> [&[f64]; MAX_SHARED] {
+        let mut out: [&[f64]; MAX_SHARED] = [&[]; MAX_SHARED];
+        for (slot, &id) in out.iter_mut().zip(slots.ids()) {
+            let start = id as usize * self.tile;
+            *slot = &self.values[start..start + n];
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SharedPool;
+    use crate::strategy::{SharedMean, SharedSeries, Ticks};
+
+    fn declare(windows: &[usize]) -> SharedSeries<Ticks> {
+        let mut series = SharedSeries::default();
+        for &w in windows {
+            series.add(SharedMean::price(w));
+        }
+        series
+    }
+
+    #[test]
+    fn equal_series_are_held_once() {
+        let mut pool = SharedPool::<Ticks>::new(16);
+        let a = pool.join(declare(&[5, 20])).unwrap();
+        let b = pool.join(declare(&[10, 20])).unwrap();
+        let c = pool.join(declare(&[5, 40])).unwrap();
+        assert_eq!(pool.len(), 4, "5, 20, 10, 40");
+        assert_eq!(a.ids(), [0, 1]);
+        assert_eq!(b.ids(), [2, 1]);
+        assert_eq!(c.ids(), [0, 3]);
+        assert_eq!(pool.lookback(), 40);
+    }
+
+    #[test]
+    fn too_many_series_fail_the_lane() {
+        let mut pool = SharedPool::<Ticks>::new(16);
+        let err = pool
+            .join(declare(&[1, 2, 3, 4, 5, 6, 7, 8, 9]))
+            .unwrap_err();
+        assert!(err.message.contains("9 shared series; at most 8"), "{err}");
+    }
+}

@@ -1,0 +1,77 @@
+//! What a [`Ledger`] counts: cells, units by state, leases.
+
+use super::unit_entry::UnitState;
+use super::{Ledger, LedgerStats, UnitId};
+
+impl Ledger {
+    /// Units currently leased to `node`.
+    #[must_use]
+    pub fn leased_to(&self, node: &str) -> usize {
+        self.units
+            .values()
+            .filter(|e| matches!(&e.state, UnitState::Leased(h) if h.iter().any(|(w, _)| w.node == node)))
+            .count()
+    }
+
+    /// How many times a unit has been leased.
+    #[must_use]
+    pub fn leases(&self, id: UnitId) -> u32 {
+        self.units.get(&id).map_or(0, |e| e.leases)
+    }
+
+    /// Cells expected in all.
+    #[must_use]
+    pub fn expected(&self) -> usize {
+        self.expected
+    }
+
+    /// Cells final so far.
+    #[must_use]
+    pub fn recorded(&self) -> usize {
+        self.recorded
+    }
+
+    /// Cells final as failed so far.
+    #[must_use]
+    pub fn failed(&self) -> usize {
+        self.failed
+    }
+
+    /// Units not yet complete.
+    #[must_use]
+    pub fn units_left(&self) -> usize {
+        self.units.len() - self.units_done
+    }
+
+    /// Units waiting for a scorer.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.units
+            .values()
+            .filter(|e| e.state == UnitState::Pending)
+            .count()
+    }
+
+    /// Whether a unit waits for a scorer (looks at the queue only: cheap enough for every
+    /// report at the head).
+    #[must_use]
+    pub fn has_pending(&self) -> bool {
+        self.queue.iter().any(|id| {
+            self.units
+                .get(id)
+                .is_some_and(|e| e.state == UnitState::Pending)
+        })
+    }
+
+    /// Whether every cell is final.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.units_left() == 0 && self.recorded >= self.expected
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> LedgerStats {
+        self.stats
+    }
+}
