@@ -170,6 +170,12 @@ impl SupervisorState {
 
     /// Leases a unit to the scorer of `request`, if there is one it may take.
     fn try_lease(&mut self, request: &LeaseRequest, now: Instant) -> Result<Lease, Refusal> {
+        // A request held while its node was declared lost gets nothing: a lease now would sit
+        // with a node the heartbeat no longer watches. If the node is alive, it asks again
+        // (and any message marks it back).
+        if !self.fleet.is_alive(&request.worker.node) {
+            return Err(Refusal::Never);
+        }
         if !self.fleet.may_lease(
             &request.worker.node,
             request.worker.is_gpu(),
