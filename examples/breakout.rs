@@ -68,17 +68,8 @@ impl Strategy for Breakout {
         if now.index() < self.lookback() as u64 {
             return 0.0;
         }
-        let close = now.close();
-        let exit_long = self.position > 0.0 && close < exit_lower;
-        let exit_short = self.position < 0.0 && close > exit_upper;
-        if exit_long || exit_short {
-            self.position = 0.0;
-        }
-        if close > upper {
-            self.position = 1.0;
-        } else if self.short && close < lower {
-            self.position = -1.0;
-        }
+        let channels = [upper, lower, exit_upper, exit_lower];
+        self.position = channel_position(self.position, now.close(), channels, self.short);
         self.position
     }
 
@@ -89,6 +80,28 @@ impl Strategy for Breakout {
             pack: pack_numeric::<BreakoutParams>,
         })
     }
+}
+
+/// The position after a bar closing at `close`, from `position` before it and the channels of
+/// the bars before it, `[entry high, entry low, exit high, exit low]`: out of a long below the
+/// exit low (of a short above the exit high), then long above the entry high, or short below
+/// the entry low when `short`.
+#[must_use]
+pub fn channel_position(position: f64, close: f64, channels: [f64; 4], short: bool) -> f64 {
+    let [upper, lower, exit_upper, exit_lower] = channels;
+    let exit_long = position > 0.0 && close < exit_lower;
+    let exit_short = position < 0.0 && close > exit_upper;
+    let mut position = if exit_long || exit_short {
+        0.0
+    } else {
+        position
+    };
+    if close > upper {
+        position = 1.0;
+    } else if short && close < lower {
+        position = -1.0;
+    }
+    position
 }
 
 /// The same strategy as CUDA C. `params = [entry, exit, short (0 or 1)]`, `state = [position]`;

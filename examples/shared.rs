@@ -7,6 +7,7 @@
 
 use gridtest::prelude::*;
 
+use crate::breakout::channel_position;
 use crate::{BreakoutParams, MomentumParams, SmaParams};
 
 /// The W1 crossover on shared means: long when the mean of the last `fast` prices is above
@@ -201,19 +202,8 @@ impl Strategy for BreakoutShared {
         if now.index() < self.warm_up {
             return 0.0;
         }
-        let (upper, lower) = (now.shared(0), now.shared(1));
-        let (exit_upper, exit_lower) = (now.shared(2), now.shared(3));
-        let close = now.close();
-        let exit_long = self.position > 0.0 && close < exit_lower;
-        let exit_short = self.position < 0.0 && close > exit_upper;
-        if exit_long || exit_short {
-            self.position = 0.0;
-        }
-        if close > upper {
-            self.position = 1.0;
-        } else if self.short && close < lower {
-            self.position = -1.0;
-        }
+        let channels = [now.shared(0), now.shared(1), now.shared(2), now.shared(3)];
+        self.position = channel_position(self.position, now.close(), channels, self.short);
         self.position
     }
 }

@@ -5,10 +5,10 @@
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::finish::Outcomes;
-use super::kernel::{TILE, build_strategy};
+
 use super::order_account::OrderAccount;
 use super::panic_capture;
-use super::shared_pool::{SharedPool, Slots};
+use super::shared_pool::{SharedPool, Slots, build_lanes};
 use super::trace::CellTrace;
 use super::window::{Window, tile_end};
 use super::{CellFailure, CellOutcome, FailureKind};
@@ -41,23 +41,18 @@ pub(crate) struct OrderKernel<S: Strategy> {
 
 impl<S: Strategy> OrderKernel<S> {
     pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
-        let mut lookback = 0;
-        let mut pool = SharedPool::new(TILE);
-        let lanes = sets
-            .iter()
-            .map(|set| {
-                let built = build_strategy::<S>(set)?;
-                let slots = pool.join(built.shared)?;
-                lookback = lookback.max(built.lookback);
-                Ok(Lane::Live {
-                    strategy: built.strategy,
+        let (built, pool, lookback) = build_lanes::<S>(sets);
+        let lanes = built
+            .into_iter()
+            .map(|lane| match lane {
+                Ok((strategy, slots)) => Lane::Live {
+                    strategy,
                     account: Box::new(OrderAccount::new(exec)),
                     slots,
-                })
+                },
+                Err(failure) => Lane::Failed(failure),
             })
-            .map(|lane| lane.unwrap_or_else(Lane::Failed))
             .collect();
-        let lookback = lookback.max(pool.lookback());
         Self {
             lanes,
             window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),

@@ -2,10 +2,12 @@
 //! [`Strategy::shared`](crate::strategy::Strategy::shared)), each computed once per tile into
 //! a buffer every lane that declared it reads.
 
+use super::kernel::{TILE, build_strategy};
 use super::panic_capture;
 use super::window::Window;
 use super::{CellFailure, FailureKind};
-use crate::strategy::{AnySeries, Feed, MAX_SHARED, SharedSeries};
+use crate::params::ParamSet;
+use crate::strategy::{AnySeries, Feed, MAX_SHARED, SharedSeries, Strategy};
 
 /// Which series of the pool a lane reads, by its slots.
 #[derive(Clone, Copy, Debug, Default)]
@@ -18,6 +20,33 @@ impl Slots {
     fn ids(&self) -> &[u32] {
         &self.ids[..usize::from(self.len)]
     }
+}
+
+/// Each set's strategy with its slots (or why its cell fails), the pool of their shared series,
+/// and the lookback a window needs.
+pub(super) type BuiltLanes<S> = (
+    Vec<Result<(S, Slots), CellFailure>>,
+    SharedPool<<S as Strategy>::Feed>,
+    usize,
+);
+
+/// Builds the strategy of each set and joins its shared series to a new pool: per set, the
+/// strategy with its slots (or why the cell fails), the pool, and the lookback a window needs
+/// (the strategies' and the series').
+pub(super) fn build_lanes<S: Strategy>(sets: &[ParamSet]) -> BuiltLanes<S> {
+    let mut pool = SharedPool::new(TILE);
+    let mut lookback = 0;
+    let lanes = sets
+        .iter()
+        .map(|set| {
+            let built = build_strategy::<S>(set)?;
+            let slots = pool.join(built.shared)?;
+            lookback = lookback.max(built.lookback);
+            Ok((built.strategy, slots))
+        })
+        .collect();
+    let lookback = lookback.max(pool.lookback());
+    (lanes, pool, lookback)
 }
 
 /// The distinct series of the lanes, and their values over the current tile.
