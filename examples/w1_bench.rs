@@ -8,7 +8,9 @@
 //! `--cache-mb 0` streams every shard. `--indicators shared` runs the crossover on shared
 //! means (`SmaCrossoverShared`: each distinct window computed once per unit), `--indicators
 //! both` runs the per-lane one and then the shared one and prints their ratio (each checked
-//! against the reference).
+//! against the reference). The engine steps its lanes with the best vector instructions the
+//! CPU has (printed as `event step`); `GRIDTEST_SIMD=baseline|avx2|avx512` lowers them, to
+//! measure each instruction set on one machine.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -98,6 +100,11 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     let startup = started.elapsed();
     println!("start-up           {:.3}s", startup.as_secs_f64());
+    println!(
+        "event step         {} (CPU supports {})",
+        gridtest::engine::SimdLevel::active().name(),
+        gridtest::engine::SimdLevel::detected().name()
+    );
     let mut speeds = Vec::new();
     if args.indicators != Indicators::Shared {
         let own = Sweep::of::<SmaCrossover>();

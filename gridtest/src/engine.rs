@@ -14,18 +14,21 @@
 //! See [`ExecModel`] and `docs/execution-model.md`.
 
 mod account;
+mod block;
 mod book;
 mod cell;
 mod day_returns;
 mod exec_model;
 mod finish;
 mod kernel;
+mod lane_loop;
 mod order_account;
 mod order_kernel;
 mod panic_capture;
 mod paths;
 mod raw;
 mod shared_pool;
+mod simd;
 mod trace;
 mod universe_kernel;
 mod window;
@@ -37,6 +40,7 @@ pub use exec_model::{
 };
 pub use kernel::TILE;
 pub use raw::RawAccount;
+pub use simd::SimdLevel;
 pub use trace::{CellTrace, Fill, Side};
 
 use crate::data::{DataError, FeedBatch, ShardData};

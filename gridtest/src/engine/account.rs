@@ -42,6 +42,25 @@ pub(crate) struct Account {
     bad_target: Option<(u64, f64)>,
 }
 
+/// The per-event state of one lane as a lane block holds it (see `super::block`): what
+/// [`Account::step`] updates on an event without a trade. Counts are `f64` so that a block
+/// updates them with the same vector instructions as the rest (exact below 2^53).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Hot {
+    pub(super) equity: f64,
+    pub(super) weight: f64,
+    pub(super) held: f64,
+    pub(super) shift: f64,
+    pub(super) s1: f64,
+    pub(super) s2: f64,
+    pub(super) downside2: f64,
+    pub(super) active: f64,
+    pub(super) exposed: f64,
+    pub(super) peak: f64,
+    pub(super) trough: f64,
+    pub(super) max: f64,
+}
+
 /// Growth of equity holding weight `w` while the price moves by ratio `g`.
 #[inline(always)]
 pub(super) fn growth(w: f64, g: f64) -> f64 {
@@ -142,6 +161,70 @@ impl Account {
         self.downside2 += down * down;
         self.active += 1;
         self.drawdown.update(equity);
+    }
+
+    /// The target the next event executes.
+    #[inline(always)]
+    pub(crate) fn pending(&self) -> f64 {
+        self.pending
+    }
+
+    /// The state [`Account::step`] changes while no trade happens, for a lane block.
+    #[inline(always)]
+    pub(super) fn hot(&self) -> Hot {
+        let (peak, trough, max) = self.drawdown.parts();
+        Hot {
+            equity: self.equity,
+            weight: self.weight,
+            held: self.held,
+            shift: self.shift,
+            s1: self.s1,
+            s2: self.s2,
+            downside2: self.downside2,
+            active: f64::from(self.active),
+            // Exact: a count of events stays far below 2^53.
+            #[allow(clippy::cast_precision_loss, reason = "event counts are below 2^53")]
+            exposed: self.exposed as f64,
+            peak,
+            trough,
+            max,
+        }
+    }
+
+    /// Writes back the state a lane block stepped (see [`Account::hot`]).
+    #[inline(always)]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "the counts were read from this account as exact integers and only incremented"
+    )]
+    pub(super) fn set_hot(&mut self, hot: &Hot) {
+        self.equity = hot.equity;
+        self.weight = hot.weight;
+        self.held = hot.held;
+        self.s1 = hot.s1;
+        self.s2 = hot.s2;
+        self.downside2 = hot.downside2;
+        self.active = hot.active as u32;
+        self.exposed = hot.exposed as u64;
+        self.drawdown = Drawdown::from_parts(hot.peak, hot.trough, hot.max);
+    }
+
+    /// [`Account::step`] with `target` as the pending target, on state kept outside the
+    /// account (a lane block's): the path of the events where a lane of a block trades.
+    #[inline(never)]
+    pub(super) fn step_hot<const INTRABAR: bool>(
+        &mut self,
+        hot: &mut Hot,
+        target: f64,
+        (g_fill, g_hold, cost): (f64, f64, f64),
+    ) {
+        let pending = self.pending;
+        self.set_hot(hot);
+        self.pending = target;
+        self.step::<INTRABAR>(g_fill, g_hold, cost);
+        self.pending = pending;
+        *hot = self.hot();
     }
 
     /// Rebalances from the current weight to `target` at the fill; returns the period factor.

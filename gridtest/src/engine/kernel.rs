@@ -1,17 +1,20 @@
 //! `Kernel`: the tiled inner loop (see the parent module for the design).
 
 use super::account::Account;
+use super::block::{self, BLOCK, Block, CHUNK, decide};
 use super::day_returns::DayReturns;
 use super::exec_model::{ExecModel, RatioConvention};
 use super::finish::{Conventions, Outcomes};
+use super::lane_loop::{run_segment, run_traced};
 use super::panic_capture;
 use super::shared_pool::{SharedPool, Slots, build_lanes};
-use super::trace::{self, Before, CellTrace};
+use super::simd::{self, SimdLevel};
+use super::trace::CellTrace;
 use super::window::{Window, tile_end};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
 use crate::params::{ParamSet, Params};
-use crate::strategy::{Cursor, Feed, SharedSeries, Strategy};
+use crate::strategy::{Feed, SharedSeries, Strategy};
 
 /// Events per tile: small enough that a tile's columns and shared ratios stay in L1 while every
 /// lane passes over it. Return moments are merged once per tile of the shard (events
@@ -94,6 +97,17 @@ pub(crate) struct Kernel<S: Strategy> {
     days: Vec<i64>,
     /// The fills and equity of the (single) lane, when tracing it.
     trace: Option<CellTrace>,
+    /// Lanes stepped together (strategies that do not read their account), with the vector
+    /// instructions of `simd`; `live` lists the live lanes of the tile.
+    block: Box<Block>,
+    simd: SimdLevel,
+    /// Whether lanes go in blocks: they pay off with AVX2 or AVX-512; with SSE2 alone they
+    /// measured slower than one lane at a time (`docs/benchmarks.md`), as they may on a CPU
+    /// not measured yet.
+    blocks: bool,
+    live: Vec<usize>,
+    /// The block's targets over a chunk (see [`block::target_rows`]).
+    rows: Vec<f64>,
 }
 
 impl<S: Strategy> Kernel<S> {
@@ -123,7 +137,21 @@ impl<S: Strategy> Kernel<S> {
             record_days: exec.ratios == RatioConvention::Geometric,
             days: Vec::new(),
             trace: None,
+            block: Box::default(),
+            simd: SimdLevel::active(),
+            blocks: SimdLevel::active() > SimdLevel::Baseline,
+            live: Vec::new(),
+            rows: Vec::new(),
         }
+    }
+
+    /// Steps the lanes in blocks, with `level`'s instructions (lowered to what the CPU
+    /// supports), whatever the level.
+    #[cfg(test)]
+    pub(crate) fn in_blocks(mut self, level: SimdLevel) -> Self {
+        self.simd = level;
+        self.blocks = true;
+        self
     }
 
     /// Records the fills and the equity after every event of the first lane (see
@@ -164,8 +192,141 @@ impl<S: Strategy> Kernel<S> {
         let seen = self.seen;
         let n = self.window.len;
         let periods = if seen == 0 { n - 1 } else { n };
-        let (cost, max_leverage) = (self.cost, self.max_leverage);
         self.pool.fill(&self.window, seen);
+        if !S::ACCOUNT && self.trace.is_none() && self.blocks {
+            self.run_tile_in_blocks();
+        } else {
+            self.run_tile_lane_by_lane();
+        }
+        self.seen += n as u64;
+        self.tile_periods += u32::try_from(periods).unwrap_or(u32::MAX);
+        if self.seen.is_multiple_of(TILE as u64) {
+            self.close_moment_tile();
+        }
+    }
+
+    /// The tile in blocks of [`BLOCK`] lanes (see [`super::block`]).
+    fn run_tile_in_blocks(&mut self) {
+        if self.rows.is_empty() {
+            self.rows = block::target_rows();
+        }
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            if let Lane::Live { slots, .. } = lane {
+                match self.pool.failure(slots) {
+                    Some(failure) => *lane = Lane::Failed(failure),
+                    None => live.push(i),
+                }
+            }
+        }
+        for group in live.chunks(BLOCK) {
+            self.run_block(group);
+        }
+        self.live = live;
+    }
+
+    /// The tile for the lanes `group` (live, at most [`BLOCK`]), chunk by chunk.
+    fn run_block(&mut self, group: &[usize]) {
+        for k in 0..BLOCK {
+            match group.get(k).map(|&i| &mut self.lanes[i]) {
+                Some(Lane::Live { account, .. }) => {
+                    std::mem::swap(account, &mut self.block.accounts[k]);
+                    self.block.load(k);
+                }
+                _ => {
+                    self.block.pad(k);
+                    block::flatten(&mut self.rows, k);
+                }
+            }
+        }
+        let mut failed: [Option<String>; BLOCK] = Default::default();
+        let n = self.window.len;
+        let mut start = 0;
+        while start < n {
+            let chunk = start..(start + CHUNK).min(n);
+            self.decide_chunk(group, chunk.clone(), &mut failed);
+            self.step_chunk(group, chunk.clone());
+            start = chunk.end;
+        }
+        let (seen, last) = (self.seen, self.seen + n as u64 - 1);
+        for (k, &i) in group.iter().enumerate() {
+            self.block.store(k);
+            if let Some(msg) = failed[k].take() {
+                self.lanes[i] = Lane::Failed(CellFailure::new(
+                    FailureKind::Panic,
+                    format!("strategy panicked between events {seen} and {last}: {msg}"),
+                ));
+            } else if let Lane::Live { account, .. } = &mut self.lanes[i] {
+                std::mem::swap(account, &mut self.block.accounts[k]);
+            }
+        }
+    }
+
+    /// Every lane of `group` decides its targets over `chunk` (a panic fails the lane).
+    fn decide_chunk(
+        &mut self,
+        group: &[usize],
+        chunk: std::ops::Range<usize>,
+        failed: &mut [Option<String>; BLOCK],
+    ) {
+        let (seen, max_leverage) = (self.seen, self.max_leverage);
+        let (window, pool) = (&self.window, &self.pool);
+        let rows = &mut self.rows[..(chunk.len() + 1) * BLOCK];
+        for (k, &i) in group.iter().enumerate() {
+            let Lane::Live {
+                strategy, slots, ..
+            } = &mut self.lanes[i]
+            else {
+                continue;
+            };
+            if failed[k].is_some() {
+                continue;
+            }
+            let account = &mut self.block.accounts[k];
+            let ran = panic_capture::catch(|| {
+                let cursor = window.lane_cursor(seen, pool, slots);
+                let events = (window.lookback, chunk.clone());
+                decide(strategy, account, cursor, events, (rows, k), max_leverage);
+            });
+            if let Err(msg) = ran {
+                failed[k] = Some(msg);
+                block::flatten(rows, k);
+            }
+        }
+    }
+
+    /// Steps the block through `chunk`, recording each lane's equity where a day starts.
+    fn step_chunk(&mut self, group: &[usize], chunk: std::ops::Range<usize>) {
+        let (cost, simd) = (self.cost, self.simd);
+        let (window, rows) = (&self.window, &self.rows);
+        let step = |block: &mut Block, events: std::ops::Range<usize>| {
+            let rows = &rows[(events.start - chunk.start) * BLOCK..][..events.len() * BLOCK];
+            let ratios = (&window.g_fill[events.clone()], &window.g_hold[events]);
+            if <S::Feed as Feed>::INTRABAR {
+                simd::step_events::<true>(simd, block, rows, ratios, cost);
+            } else {
+                simd::step_events::<false>(simd, block, rows, ratios, cost);
+            }
+        };
+        // The shard's first event only decides.
+        let mut from = chunk.start.max(usize::from(self.seen == 0));
+        for &day_start in window.day_starts.iter().filter(|d| chunk.contains(d)) {
+            step(&mut self.block, from..day_start);
+            for (k, &i) in group.iter().enumerate() {
+                if let Lane::Live { closes, .. } = &mut self.lanes[i] {
+                    closes.push(self.block.equity(k));
+                }
+            }
+            from = day_start;
+        }
+        step(&mut self.block, from..chunk.end);
+    }
+
+    /// The tile, lane after lane (a strategy that reads its account, or a traced lane).
+    fn run_tile_lane_by_lane(&mut self) {
+        let (seen, n) = (self.seen, self.window.len);
+        let (cost, max_leverage) = (self.cost, self.max_leverage);
         let (window, pool) = (&self.window, &self.pool);
         let trace = &mut self.trace;
         for lane in &mut self.lanes {
@@ -218,11 +379,6 @@ impl<S: Strategy> Kernel<S> {
                 }
             }
         }
-        self.seen += n as u64;
-        self.tile_periods += u32::try_from(periods).unwrap_or(u32::MAX);
-        if self.seen.is_multiple_of(TILE as u64) {
-            self.close_moment_tile();
-        }
     }
 
     /// Folds the return moments of the current tile (events `[k·TILE, (k+1)·TILE)` of the shard)
@@ -268,116 +424,5 @@ impl<S: Strategy> Kernel<S> {
             }
         }
         outcomes.finish(&days)
-    }
-}
-
-/// [`run_lane`] for a traced lane, event by event: the same steps, and after each the fill
-/// (when the position changed) and the equity.
-fn run_traced<S: Strategy>(
-    strategy: &mut S,
-    account: &mut Account,
-    window: &Window,
-    mut cursor: Cursor<'_, S::Feed>,
-    (cost, max_leverage): (f64, f64),
-    trace: &mut CellTrace,
-) {
-    let (l, n) = (window.lookback, window.len);
-    let seen = cursor.index();
-    let mut first = 0;
-    if seen == 0 {
-        cursor.set(l, 0);
-        if S::ACCOUNT {
-            cursor.set_account(account.equity(), account.position().0);
-        }
-        let target = strategy.on_data(&cursor);
-        account.set_target(target, 0, max_leverage);
-        trace.equity.push((window.ts[l], account.equity()));
-        first = 1;
-    }
-    let fill_price = &window.cols[<S::Feed as Feed>::FILL];
-    for j in first..n {
-        let (g_fill, g_hold) = (window.g_fill[j], window.g_hold[j]);
-        let (weight, held) = account.position();
-        let before = Before {
-            equity: account.equity(),
-            weight,
-            held,
-        };
-        if <S::Feed as Feed>::INTRABAR {
-            account.step::<true>(g_fill, g_hold, cost);
-        } else {
-            account.step::<false>(g_fill, 1.0, cost);
-        }
-        let index = seen + j as u64;
-        let ts = window.ts[l + j];
-        let now = account.position().1;
-        if now != before.held {
-            let event = (index, ts, fill_price[l + j], g_fill);
-            trace.fills.push(trace::fill(before, event, now, cost));
-        }
-        trace.equity.push((ts, account.equity()));
-        cursor.set(l + j, index);
-        if S::ACCOUNT {
-            cursor.set_account(account.equity(), account.position().0);
-        }
-        let target = strategy.on_data(&cursor);
-        account.set_target(target, index, max_leverage);
-    }
-}
-
-/// Runs one lane over the events `range` of the tile (a day's part of it, when recording).
-#[inline(always)]
-fn run_segment<S: Strategy>(
-    strategy: &mut S,
-    account: &mut Account,
-    window: &Window,
-    cursor: Cursor<'_, S::Feed>,
-    range: std::ops::Range<usize>,
-    cost: f64,
-    max_leverage: f64,
-) {
-    if <S::Feed as Feed>::INTRABAR {
-        run_lane::<S, true>(strategy, account, window, cursor, range, cost, max_leverage);
-    } else {
-        run_lane::<S, false>(strategy, account, window, cursor, range, cost, max_leverage);
-    }
-}
-
-/// The innermost loop: one lane over the events `range` of one tile.
-#[inline(never)]
-fn run_lane<S: Strategy, const INTRABAR: bool>(
-    strategy: &mut S,
-    account: &mut Account,
-    window: &Window,
-    mut cursor: Cursor<'_, S::Feed>,
-    range: std::ops::Range<usize>,
-    cost: f64,
-    max_leverage: f64,
-) {
-    let (l, n) = (window.lookback, range.end);
-    // The cursor starts at the tile's first event: its index is the shard's events before it.
-    let seen = cursor.index();
-    let mut first = range.start;
-    if seen == 0 && first == 0 {
-        // The shard's first event: nothing to execute yet.
-        cursor.set(l, 0);
-        if S::ACCOUNT {
-            cursor.set_account(account.equity(), account.position().0);
-        }
-        let target = strategy.on_data(&cursor);
-        account.set_target(target, 0, max_leverage);
-        first = 1;
-    }
-    let g_fill = &window.g_fill[first..n];
-    let g_hold = &window.g_hold[first..n];
-    for (j, (&gf, &gh)) in (first..n).zip(g_fill.iter().zip(g_hold)) {
-        account.step::<INTRABAR>(gf, if INTRABAR { gh } else { 1.0 }, cost);
-        let index = seen + j as u64;
-        cursor.set(l + j, index);
-        if S::ACCOUNT {
-            cursor.set_account(account.equity(), account.position().0);
-        }
-        let target = strategy.on_data(&cursor);
-        account.set_target(target, index, max_leverage);
     }
 }

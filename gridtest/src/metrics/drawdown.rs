@@ -39,6 +39,13 @@ impl Drawdown {
         Self { peak, trough, max }
     }
 
+    /// The parts [`Drawdown::from_parts`] takes: running peak, lowest value since it, and the
+    /// largest drawdown of the episodes closed so far.
+    #[must_use]
+    pub fn parts(&self) -> (f64, f64, f64) {
+        (self.peak, self.trough, self.max)
+    }
+
     /// Observes the next equity value.
     #[inline(always)]
     pub fn update(&mut self, equity: f64) {

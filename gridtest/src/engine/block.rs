@@ -1,0 +1,336 @@
+//! `Block`: the accounts of up to [`BLOCK`] lanes in structure-of-arrays form, stepped one
+//! event at a time across all of them, for strategies that do not read their account
+//! (`Strategy::ACCOUNT == false`, the rule).
+//!
+//! A tile is run in chunks of [`CHUNK`] events. For each chunk, every lane of the block first
+//! decides its targets over the chunk ([`decide`]: the strategy's own loop, nothing else in
+//! it), into a table of one row per event; then the block steps all its accounts through the
+//! chunk, event by event ([`Block::step_events`]). An event without a trade — nearly all of
+//! them — is the same arithmetic for every lane, written with selects so that the compiler
+//! vectorises it across the lanes ([`super::simd`] picks AVX2 or AVX-512 at run time); a lane
+//! that trades on the event takes [`Account::step`] itself. The operations on each lane are
+//! those of [`Account::step`], in the same order, so results are bit-identical to the
+//! lane-by-lane loop.
+
+use super::account::{Account, Hot};
+use vector::{M, V};
+
+mod vector;
+use crate::strategy::{Cursor, Strategy};
+
+/// Lanes per block: two AVX-512 registers of `f64`, four AVX2 ones, eight SSE2 or NEON ones.
+pub(super) const BLOCK: usize = 16;
+
+/// Events per chunk: the block's target table (`(CHUNK + 1) × BLOCK` values) stays in L1.
+pub(super) const CHUNK: usize = 256;
+
+/// Up to [`BLOCK`] lanes' accounts: the per-event state as arrays (one entry per lane), the
+/// accounts themselves for the rest (trades, round trips, failed targets).
+pub(super) struct Block {
+    /// The lanes' accounts, moved in for the tile (a lane past the block's lanes is flat).
+    pub(super) accounts: [Account; BLOCK],
+    /// The per-event state of all the lanes.
+    state: Lanes<BLOCK>,
+}
+
+/// The per-event state of `N` lanes (see [`Hot`]), one array per field: what the event loop
+/// keeps in vector registers.
+#[derive(Clone, Copy)]
+struct Lanes<const N: usize> {
+    equity: V<N>,
+    weight: V<N>,
+    held: V<N>,
+    shift: V<N>,
+    s1: V<N>,
+    s2: V<N>,
+    downside2: V<N>,
+    active: V<N>,
+    exposed: V<N>,
+    peak: V<N>,
+    trough: V<N>,
+    max: V<N>,
+}
+
+impl Default for Block {
+    fn default() -> Self {
+        Self {
+            accounts: std::array::from_fn(|_| Account::new()),
+            state: Lanes::default(),
+        }
+    }
+}
+
+impl Block {
+    /// Reads lane `k`'s per-event state from its account.
+    pub(super) fn load(&mut self, k: usize) {
+        let hot = self.accounts[k].hot();
+        self.state.set(k, &hot);
+    }
+
+    /// Writes lane `k`'s per-event state back to its account.
+    pub(super) fn store(&mut self, k: usize) {
+        let hot = self.state.get(k);
+        self.accounts[k].set_hot(&hot);
+    }
+
+    /// Makes lane `k` a flat lane that no event changes (a block with fewer lanes).
+    pub(super) fn pad(&mut self, k: usize) {
+        self.accounts[k] = Account::new();
+        self.load(k);
+    }
+
+    /// Lane `k`'s equity.
+    pub(super) fn equity(&self, k: usize) -> f64 {
+        self.state.equity.0[k]
+    }
+
+    /// Steps every lane through the events whose targets are `rows` (one row per event) and
+    /// whose price ratios are `ratios` (fill / previous mark, and for bars close / open):
+    /// `N` lanes at a time (one vector register's worth), their state in registers through
+    /// all the events.
+    #[inline(always)]
+    pub(super) fn step_events<const INTRABAR: bool, const N: usize>(
+        &mut self,
+        rows: &[f64],
+        (g_fill, g_hold): (&[f64], &[f64]),
+        cost: f64,
+    ) {
+        for g in (0..BLOCK).step_by(N) {
+            let mut group = self.state.lanes::<N>(g);
+            let mut lanes = group;
+            let accounts = &mut self.accounts[g..g + N];
+            for ((row, &gf), &gh) in rows.chunks_exact(BLOCK).zip(g_fill).zip(g_hold) {
+                let Ok(targets) = <[f64; N]>::try_from(&row[g..g + N]) else {
+                    continue;
+                };
+                let targets = V(targets);
+                let gh = if INTRABAR { gh } else { 1.0 };
+                lanes.hold::<INTRABAR>(targets, gf, gh);
+                if targets.ne(lanes.held).any() {
+                    // Through memory, so that `lanes` itself never escapes the loop and stays
+                    // in registers.
+                    group = lanes;
+                    group.trade::<INTRABAR>(accounts, &targets.0, (gf, gh, cost));
+                    lanes = group;
+                }
+            }
+            self.state.set_lanes(g, &lanes);
+        }
+    }
+}
+
+impl<const N: usize> Default for Lanes<N> {
+    fn default() -> Self {
+        let v = V::default();
+        Self {
+            equity: v,
+            weight: v,
+            held: v,
+            shift: v,
+            s1: v,
+            s2: v,
+            downside2: v,
+            active: v,
+            exposed: v,
+            peak: v,
+            trough: v,
+            max: v,
+        }
+    }
+}
+
+impl Lanes<BLOCK> {
+    /// Lanes `from..from + N`.
+    #[inline(always)]
+    fn lanes<const N: usize>(&self, from: usize) -> Lanes<N> {
+        let part = |v: &V<BLOCK>| {
+            let mut out = V::<N>::default();
+            out.0.copy_from_slice(&v.0[from..from + N]);
+            out
+        };
+        Lanes {
+            equity: part(&self.equity),
+            weight: part(&self.weight),
+            held: part(&self.held),
+            shift: part(&self.shift),
+            s1: part(&self.s1),
+            s2: part(&self.s2),
+            downside2: part(&self.downside2),
+            active: part(&self.active),
+            exposed: part(&self.exposed),
+            peak: part(&self.peak),
+            trough: part(&self.trough),
+            max: part(&self.max),
+        }
+    }
+
+    /// Writes `lanes` back as lanes `from..from + N`.
+    #[inline(always)]
+    fn set_lanes<const N: usize>(&mut self, from: usize, lanes: &Lanes<N>) {
+        let put = |v: &mut V<BLOCK>, part: &V<N>| v.0[from..from + N].copy_from_slice(&part.0);
+        put(&mut self.equity, &lanes.equity);
+        put(&mut self.weight, &lanes.weight);
+        put(&mut self.held, &lanes.held);
+        put(&mut self.shift, &lanes.shift);
+        put(&mut self.s1, &lanes.s1);
+        put(&mut self.s2, &lanes.s2);
+        put(&mut self.downside2, &lanes.downside2);
+        put(&mut self.active, &lanes.active);
+        put(&mut self.exposed, &lanes.exposed);
+        put(&mut self.peak, &lanes.peak);
+        put(&mut self.trough, &lanes.trough);
+        put(&mut self.max, &lanes.max);
+    }
+}
+
+impl<const N: usize> Lanes<N> {
+    fn get(&self, k: usize) -> Hot {
+        Hot {
+            equity: self.equity.0[k],
+            weight: self.weight.0[k],
+            held: self.held.0[k],
+            shift: self.shift.0[k],
+            s1: self.s1.0[k],
+            s2: self.s2.0[k],
+            downside2: self.downside2.0[k],
+            active: self.active.0[k],
+            exposed: self.exposed.0[k],
+            peak: self.peak.0[k],
+            trough: self.trough.0[k],
+            max: self.max.0[k],
+        }
+    }
+
+    fn set(&mut self, k: usize, hot: &Hot) {
+        self.equity.0[k] = hot.equity;
+        self.weight.0[k] = hot.weight;
+        self.held.0[k] = hot.held;
+        self.shift.0[k] = hot.shift;
+        self.s1.0[k] = hot.s1;
+        self.s2.0[k] = hot.s2;
+        self.downside2.0[k] = hot.downside2;
+        self.active.0[k] = hot.active;
+        self.exposed.0[k] = hot.exposed;
+        self.peak.0[k] = hot.peak;
+        self.trough.0[k] = hot.trough;
+        self.max.0[k] = hot.max;
+    }
+
+    /// The event for the lanes that hold a position and keep it: marked to the fill (and, for
+    /// bars, to the close), equity, return moments and drawdown — [`Account::step`] without
+    /// its trade, lane by lane in vector registers. Flat lanes and lanes that trade are left
+    /// as they are.
+    #[inline(always)]
+    fn hold<const INTRABAR: bool>(&mut self, targets: V<N>, gf: f64, gh: f64) {
+        let (zero, one) = (V::splat(0.0), V::splat(1.0));
+        let live = targets.eq(self.held).and(self.held.ne(zero));
+        let (mut m, mut exposed) = self.mark(live, one, gf);
+        if INTRABAR {
+            let (g, held_through) = self.mark(live, one, gh);
+            m = held_through.select(m.mul(g), m);
+            exposed = exposed.or(held_through);
+        }
+        let equity = self.equity.mul(m);
+        let r = m.sub(one);
+        let d = r.sub(self.shift);
+        let down = r.min0();
+        self.equity = live.select(equity, self.equity);
+        self.exposed = live
+            .and(exposed)
+            .select(self.exposed.add(one), self.exposed);
+        self.s1 = live.select(self.s1.add(d), self.s1);
+        self.s2 = live.select(self.s2.add(d.mul(d)), self.s2);
+        self.downside2 = live.select(self.downside2.add(down.mul(down)), self.downside2);
+        self.active = live.select(self.active.add(one), self.active);
+        let lower = live.and(equity.lt(self.trough));
+        self.trough = lower.select(equity, self.trough);
+        let record = live.and(equity.gt(self.peak));
+        if record.any() {
+            // A new peak closes the drawdown episode: the drawdown's one division, on the few
+            // events that set a record (a random walk sets few).
+            let drawdown = one.sub(self.trough.div(self.peak));
+            let deeper = record.and(drawdown.gt(self.max));
+            self.max = deeper.select(drawdown, self.max);
+            self.peak = record.select(equity, self.peak);
+            self.trough = record.select(equity, self.trough);
+        }
+    }
+
+    /// Marks the weights to a price move of ratio `g`: the growth of each lane's equity (1 for
+    /// a flat one) and which lanes are exposed. A live lane's fractional weight drifts with
+    /// the price (a division, skipped when every weight is 0 or 1, as they stay).
+    #[inline(always)]
+    fn mark(&mut self, live: M<N>, one: V<N>, g: f64) -> (V<N>, M<N>) {
+        let w = self.weight;
+        let exposed = w.ne(V::splat(0.0));
+        let whole = w.eq(one);
+        let g = V::splat(g);
+        let growth = whole.select(g, one.add(w.mul(g.sub(one))));
+        let growth = exposed.select(growth, one);
+        let drift = live.and(exposed).and(whole.not());
+        if drift.any() {
+            self.weight = drift.select(w.mul(g).div(growth), w);
+        }
+        (growth, exposed)
+    }
+
+    /// The lanes whose target differs from what they hold: [`Account::step`] itself.
+    #[inline(never)]
+    fn trade<const INTRABAR: bool>(
+        &mut self,
+        accounts: &mut [Account],
+        targets: &[f64; N],
+        step: (f64, f64, f64),
+    ) {
+        for ((k, &target), account) in targets.iter().enumerate().zip(accounts) {
+            if target != self.held.0[k] {
+                let mut hot = self.get(k);
+                account.step_hot::<INTRABAR>(&mut hot, target, step);
+                self.set(k, &hot);
+            }
+        }
+    }
+}
+
+/// The table of targets of a chunk: the target each event executes, one row of [`BLOCK`]
+/// lanes per event (row 0: the target pending before the chunk).
+pub(super) fn target_rows() -> Vec<f64> {
+    vec![0.0; (CHUNK + 1) * BLOCK]
+}
+
+/// Sets lane `k`'s targets in `rows` to flat (a lane past the block's lanes, or a failed one).
+pub(super) fn flatten(rows: &mut [f64], k: usize) {
+    for row in rows.chunks_exact_mut(BLOCK) {
+        row[k] = 0.0;
+    }
+}
+
+/// Lane `k` of a block decides its targets over the events `range` of the tile: row 0 of
+/// `rows` gets the target pending before the range, row `j − range.start + 1` the target set
+/// at event `j` (what the event after it executes).
+#[inline(always)]
+pub(super) fn decide<S: Strategy>(
+    strategy: &mut S,
+    account: &mut Account,
+    mut cursor: Cursor<'_, S::Feed>,
+    (lookback, range): (usize, std::ops::Range<usize>),
+    (rows, k): (&mut [f64], usize),
+    max_leverage: f64,
+) {
+    let seen = cursor.index();
+    rows[k] = account.pending();
+    for (row, j) in rows[BLOCK..].chunks_exact_mut(BLOCK).zip(range) {
+        let index = seen + j as u64;
+        cursor.set(lookback + j, index);
+        let target = strategy.on_data(&cursor);
+        account.set_target(target, index, max_leverage);
+        row[k] = account.pending();
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    unsafe_code,
+    reason = "the test strategies register themselves (linkme's link sections), as a user's do"
+)]
+mod tests;

@@ -1,0 +1,153 @@
+//! `SimdLevel`: which vector instructions the lane blocks' event step runs with, chosen at run
+//! time from what the CPU reports — the engine's only `unsafe`.
+//!
+//! The step itself ([`Block::step_events`]) is plain Rust over fixed-size arrays, written so
+//! that the compiler vectorises it across the lanes of a block (selects instead of branches).
+//! A build for baseline x86-64 would vectorise it with SSE2 only, so it is compiled three times
+//! here — baseline, AVX2 and AVX-512 — and each call runs the best copy the CPU supports. On
+//! aarch64 NEON is part of the baseline: the baseline copy is the vector one.
+//!
+//! `GRIDTEST_SIMD` (`baseline`, `avx2` or `avx512`) lowers the level, e.g. to measure each
+//! instruction set on one machine (`examples/w1_bench.rs`); it never raises it above what the
+//! CPU reports.
+
+use std::sync::OnceLock;
+
+use super::block::Block;
+
+/// A vector instruction set the engine's event step can run with.
+///
+/// ```
+/// use gridtest::engine::SimdLevel;
+/// let level = SimdLevel::active();
+/// assert!(level <= SimdLevel::detected());
+/// println!("event step: {}", level.name());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SimdLevel {
+    /// What every CPU of the target has (x86-64: SSE2; aarch64: NEON).
+    Baseline,
+    /// x86-64 AVX2: four `f64` per instruction.
+    Avx2,
+    /// x86-64 AVX-512 (F, VL, DQ): eight `f64` per instruction.
+    Avx512,
+}
+
+impl SimdLevel {
+    /// The name `GRIDTEST_SIMD` takes: `baseline`, `avx2` or `avx512`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Baseline => "baseline",
+            Self::Avx2 => "avx2",
+            Self::Avx512 => "avx512",
+        }
+    }
+
+    /// The best level this CPU supports.
+    #[must_use]
+    pub fn detected() -> Self {
+        static DETECTED: OnceLock<SimdLevel> = OnceLock::new();
+        *DETECTED.get_or_init(detect)
+    }
+
+    /// The level the engine uses: [`SimdLevel::detected`], lowered by `GRIDTEST_SIMD` when set
+    /// (an unknown or unsupported value is ignored).
+    #[must_use]
+    pub fn active() -> Self {
+        static ACTIVE: OnceLock<SimdLevel> = OnceLock::new();
+        *ACTIVE.get_or_init(|| {
+            let wanted = std::env::var("GRIDTEST_SIMD").ok();
+            let wanted = wanted.as_deref().and_then(Self::parse);
+            wanted.map_or(Self::detected(), |w| w.min(Self::detected()))
+        })
+    }
+
+    /// Every level this CPU supports, lowest first.
+    #[must_use]
+    pub fn supported() -> Vec<Self> {
+        [Self::Baseline, Self::Avx2, Self::Avx512]
+            .into_iter()
+            .filter(|l| *l <= Self::detected())
+            .collect()
+    }
+
+    /// The level named `name` (see [`SimdLevel::name`]).
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Baseline, Self::Avx2, Self::Avx512]
+            .into_iter()
+            .find(|l| l.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect() -> SimdLevel {
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+    {
+        SimdLevel::Avx512
+    } else if std::arch::is_x86_feature_detected!("avx2") {
+        SimdLevel::Avx2
+    } else {
+        SimdLevel::Baseline
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect() -> SimdLevel {
+    SimdLevel::Baseline
+}
+
+/// [`Block::step_events`] compiled for `level` (lowered to what the CPU supports).
+#[inline]
+#[allow(
+    unsafe_code,
+    reason = "calling a function compiled for AVX2 or AVX-512 is sound only on a CPU that has \
+              them: checked at run time just before, each call with its SAFETY note"
+)]
+pub(super) fn step_events<const INTRABAR: bool>(
+    level: SimdLevel,
+    block: &mut Block,
+    rows: &[f64],
+    ratios: (&[f64], &[f64]),
+    cost: f64,
+) {
+    #[cfg(target_arch = "x86_64")]
+    match level.min(SimdLevel::detected()) {
+        // SAFETY: the CPU reported AVX-512 F, VL and DQ (`detect`), which is all `avx512`
+        // enables.
+        SimdLevel::Avx512 => return unsafe { x86::avx512::<INTRABAR>(block, rows, ratios, cost) },
+        // SAFETY: the CPU reported AVX2 (`detect`), which is all `avx2` enables.
+        SimdLevel::Avx2 => return unsafe { x86::avx2::<INTRABAR>(block, rows, ratios, cost) },
+        SimdLevel::Baseline => {}
+    }
+    let _ = level;
+    block.step_events::<INTRABAR, 2>(rows, ratios, cost);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::Block;
+
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
+    pub(super) fn avx512<const INTRABAR: bool>(
+        block: &mut Block,
+        rows: &[f64],
+        ratios: (&[f64], &[f64]),
+        cost: f64,
+    ) {
+        block.step_events::<INTRABAR, 8>(rows, ratios, cost);
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn avx2<const INTRABAR: bool>(
+        block: &mut Block,
+        rows: &[f64],
+        ratios: (&[f64], &[f64]),
+        cost: f64,
+    ) {
+        block.step_events::<INTRABAR, 4>(rows, ratios, cost);
+    }
+}
