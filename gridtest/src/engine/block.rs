@@ -6,17 +6,18 @@
 //! decides its targets over the chunk ([`decide`]: the strategy's own loop, nothing else in
 //! it), into a table of one row per event; then the block steps all its accounts through the
 //! chunk, event by event ([`Block::step_events`]). An event without a trade — nearly all of
-//! them — is the same arithmetic for every lane, written with selects so that the compiler
-//! vectorises it across the lanes ([`super::simd`] picks AVX2 or AVX-512 at run time); a lane
+//! them — is the same arithmetic for every lane, written with selects on small lane arrays
+//! ([`vector`]) that the compiler keeps in vector registers ([`super::simd`] picks AVX2 or
+//! AVX-512 at run time); a lane
 //! that trades on the event takes [`Account::step`] itself. The operations on each lane are
 //! those of [`Account::step`], in the same order, so results are bit-identical to the
 //! lane-by-lane loop.
 
 use super::account::{Account, Hot};
+use crate::strategy::{Cursor, Strategy};
 use vector::{M, V};
 
 mod vector;
-use crate::strategy::{Cursor, Strategy};
 
 /// Lanes per block: two AVX-512 registers of `f64`, four AVX2 ones, eight SSE2 or NEON ones.
 pub(super) const BLOCK: usize = 16;

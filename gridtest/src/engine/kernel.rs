@@ -113,6 +113,7 @@ pub(crate) struct Kernel<S: Strategy> {
 impl<S: Strategy> Kernel<S> {
     pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
         let (built, pool, lookback) = build_lanes::<S>(sets);
+        let simd = SimdLevel::active();
         let lanes = built
             .into_iter()
             .map(|lane| match lane {
@@ -138,8 +139,8 @@ impl<S: Strategy> Kernel<S> {
             days: Vec::new(),
             trace: None,
             block: Box::default(),
-            simd: SimdLevel::active(),
-            blocks: SimdLevel::active() > SimdLevel::Baseline,
+            simd,
+            blocks: simd > SimdLevel::Baseline,
             live: Vec::new(),
             rows: Vec::new(),
         }

@@ -4,8 +4,10 @@
 //! The step itself ([`Block::step_events`]) is plain Rust over fixed-size arrays, written so
 //! that the compiler vectorises it across the lanes of a block (selects instead of branches).
 //! A build for baseline x86-64 would vectorise it with SSE2 only, so it is compiled three times
-//! here — baseline, AVX2 and AVX-512 — and each call runs the best copy the CPU supports. On
-//! aarch64 NEON is part of the baseline: the baseline copy is the vector one.
+//! here — baseline (2 lanes per register), AVX2 (4) and AVX-512 (8) — and each call runs the
+//! best copy the CPU supports. Without AVX2 the kernel does not use blocks at all (one lane at a
+//! time measured faster with SSE2), so the baseline copy runs only where a test forces blocks;
+//! it is also what aarch64 (NEON in its baseline) would run, once measured there.
 //!
 //! `GRIDTEST_SIMD` (`baseline`, `avx2` or `avx512`) lowers the level, e.g. to measure each
 //! instruction set on one machine (`examples/w1_bench.rs`); it never raises it above what the
