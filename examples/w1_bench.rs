@@ -11,16 +11,24 @@
 //! against the reference). The engine steps its lanes with the best vector instructions the
 //! CPU has (printed as `event step`); `GRIDTEST_SIMD=baseline|avx2|avx512` lowers them, to
 //! measure each instruction set on one machine.
+//!
+//! `--strategy momentum` (long/short ticks, 1 000 sets, on W1) or `--strategy breakout`
+//! (long/short bars, 240 sets, on a synthetic bar dataset generated under
+//! `data/gpu-bench-bars` if absent) run those grids instead, per lane (`Momentum`,
+//! `Breakout`) and on shared series (`MomentumShared`, `BreakoutShared`); with `--indicators
+//! both` every cell of the shared run must equal the per-lane one.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::bail;
 use clap::Parser;
-use gridtest::data::{Dataset, synth};
+use gridtest::data::{Dataset, Shard, synth};
 use gridtest::prelude::*;
-use gridtest::{DataKind, RunOptions};
-use gridtest_examples::{SmaCrossover, SmaCrossoverShared};
+use gridtest::{CellOutcome, DataKind, RunOptions};
+use gridtest_examples::{
+    Breakout, BreakoutShared, Momentum, MomentumShared, SmaCrossover, SmaCrossoverShared,
+};
 
 #[path = "w1_reference.rs"]
 mod w1_reference;
@@ -50,6 +58,50 @@ struct Args {
     /// one after the other, with their ratio.
     #[arg(long, value_enum, default_value_t = Indicators::Own)]
     indicators: Indicators,
+    /// The workload: the W1 crossover, or the momentum or breakout grid.
+    #[arg(long, value_enum, default_value_t = Workload::SmaCrossover)]
+    strategy: Workload,
+}
+
+/// One cell of a run: its parameter set, its shard and what it gave.
+type Cell = (ParamSet, Shard, CellOutcome);
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Workload {
+    SmaCrossover,
+    Momentum,
+    Breakout,
+}
+
+impl Workload {
+    /// The per-lane and the shared-series sweep of the workload's strategy.
+    fn sweeps(self) -> (Sweep, Sweep) {
+        match self {
+            Self::SmaCrossover => (
+                Sweep::of::<SmaCrossover>(),
+                Sweep::of::<SmaCrossoverShared>(),
+            ),
+            Self::Momentum => (Sweep::of::<Momentum>(), Sweep::of::<MomentumShared>()),
+            Self::Breakout => (Sweep::of::<Breakout>(), Sweep::of::<BreakoutShared>()),
+        }
+    }
+
+    /// The workload's grid (those of `gpu_bench`).
+    fn grid(self) -> Grid {
+        match self {
+            Self::SmaCrossover => Grid::new()
+                .axis("fast", (5..=100).step_by(5))
+                .axis("slow", (20..=1000).step_by(20))
+                .constrain("fast < slow"),
+            Self::Momentum => Grid::new()
+                .axis("window", (10..=2000).step_by(10))
+                .axis("threshold_bps", [0.0, 1.0, 2.5, 5.0, 10.0]),
+            Self::Breakout => Grid::new()
+                .axis("entry", (5..=200).step_by(5))
+                .axis("exit", [5, 20, 60])
+                .axis("short", [false, true]),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -87,6 +139,15 @@ fn main() -> anyhow::Result<()> {
             dir
         }
         (None, Some(d)) => d.clone(),
+        (None, None) if args.strategy == Workload::Breakout => {
+            let dir = "data/gpu-bench-bars";
+            let spec = synth::SynthSpec {
+                ticks_per_bar: Some(10),
+                ..synth::SynthSpec::default()
+            };
+            synth::ensure_blocking(&Dataset::try_new(dir, DataKind::Bars)?, &spec)?;
+            dir.to_owned()
+        }
         (None, None) => "../shared/data/w1/default".to_owned(),
     };
     let opts = RunOptions {
@@ -105,11 +166,11 @@ fn main() -> anyhow::Result<()> {
         gridtest::engine::SimdLevel::active().name(),
         gridtest::engine::SimdLevel::detected().name()
     );
-    let mut speeds = Vec::new();
+    let (own, shared) = args.strategy.sweeps();
+    let mut runs = Vec::new();
     if args.indicators != Indicators::Shared {
-        let own = Sweep::of::<SmaCrossover>();
-        speeds.push(measure(
-            "per-lane means",
+        runs.push(measure(
+            "per-lane indicators",
             own,
             &data,
             &args,
@@ -118,9 +179,8 @@ fn main() -> anyhow::Result<()> {
         )?);
     }
     if args.indicators != Indicators::Own {
-        let shared = Sweep::of::<SmaCrossoverShared>();
-        speeds.push(measure(
-            "shared means",
+        runs.push(measure(
+            "shared indicators",
             shared,
             &data,
             &args,
@@ -128,15 +188,27 @@ fn main() -> anyhow::Result<()> {
             &runtime,
         )?);
     }
-    if let [own, shared] = speeds[..] {
+    if let [(own, own_cells), (shared, shared_cells)] = &runs[..] {
+        let same = own_cells
+            .iter()
+            .zip(shared_cells)
+            .filter(|(a, b)| a == b)
+            .count();
+        if own_cells.len() != shared_cells.len() || same != own_cells.len() {
+            bail!(
+                "shared and per-lane cells differ: {same} of {} equal",
+                own_cells.len()
+            );
+        }
+        println!("shared = per-lane  {same} cells, every one equal");
         println!("shared / per-lane  {:.2}×", shared / own);
     }
     println!("peak RSS           {:.1} MiB", peak_rss_mib());
     Ok(())
 }
 
-/// Runs the W1 grid with `sweep`'s strategy `--repeat` times, prints the best run and checks
-/// it against the reference; returns its evaluations per second.
+/// Runs the workload's grid with `sweep`'s strategy `--repeat` times, prints the best run and
+/// checks it against the reference; returns its evaluations per second and its cells.
 fn measure(
     label: &str,
     sweep: Sweep,
@@ -144,14 +216,9 @@ fn measure(
     args: &Args,
     opts: &RunOptions,
     runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<(f64, Vec<Cell>)> {
     let sweep = sweep
-        .grid(
-            Grid::new()
-                .axis("fast", (5..=100).step_by(5))
-                .axis("slow", (20..=1000).step_by(20))
-                .constrain("fast < slow"),
-        )
+        .grid(args.strategy.grid())
         .data(data.to_owned())
         .commission_bps(1.0);
     println!("{label}:");
@@ -195,9 +262,9 @@ fn measure(
         "throughput         {:.3e} tick-parameter evaluations/s",
         t.evaluations_per_second()
     );
+    let rows = results.rows()?;
     if let Some(path) = &args.reference {
         let reference = Reference::read(path)?;
-        let rows = results.rows()?;
         let cells: Vec<_> = rows
             .iter()
             .map(|(set, shard, outcome)| {
@@ -207,5 +274,5 @@ fn measure(
             .collect();
         println!("reference          {}", reference.check(cells)?);
     }
-    Ok(t.evaluations_per_second())
+    Ok((t.evaluations_per_second(), rows))
 }

@@ -14,6 +14,7 @@
 //! lane-by-lane loop.
 
 use super::account::{Account, Hot};
+use super::simd::Inlined;
 use crate::strategy::{Cursor, Strategy};
 use vector::{M, V};
 
@@ -306,26 +307,62 @@ pub(super) fn flatten(rows: &mut [f64], k: usize) {
     }
 }
 
-/// Lane `k` of a block decides its targets over the events `range` of the tile: row 0 of
+/// Lane `k` of a block deciding its targets over the events `range` of the tile: row 0 of
 /// `rows` gets the target pending before the range, row `j − range.start + 1` the target set
 /// at event `j` (what the event after it executes).
-#[inline(always)]
-pub(super) fn decide<S: Strategy>(
-    strategy: &mut S,
-    account: &mut Account,
-    mut cursor: Cursor<'_, S::Feed>,
-    (lookback, range): (usize, std::ops::Range<usize>),
-    (rows, k): (&mut [f64], usize),
-    max_leverage: f64,
-) {
-    let seen = cursor.index();
-    rows[k] = account.pending();
-    for (row, j) in rows[BLOCK..].chunks_exact_mut(BLOCK).zip(range) {
-        let index = seen + j as u64;
-        cursor.set(lookback + j, index);
-        let target = strategy.on_data(&cursor);
-        account.set_target(target, index, max_leverage);
-        row[k] = account.pending();
+///
+/// The strategy's loop writes its raw targets into the table and only notes whether they are
+/// all within the leverage limit (the cursor narrowed to the range, so that a simple
+/// strategy's loop vectorises); only a chunk holding one beyond the limit (or NaN) then goes
+/// through [`Account::set_target`] event by event.
+pub(super) struct Decide<'a, S: Strategy> {
+    pub(super) strategy: &'a mut S,
+    pub(super) account: &'a mut Account,
+    pub(super) cursor: Cursor<'a, S::Feed>,
+    pub(super) range: std::ops::Range<usize>,
+    pub(super) rows: &'a mut [f64],
+    pub(super) k: usize,
+    pub(super) max_leverage: f64,
+}
+
+impl<S: Strategy> Inlined for Decide<'_, S> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let Self {
+            strategy,
+            account,
+            mut cursor,
+            range,
+            rows,
+            k,
+            max_leverage,
+        } = self;
+        let first = cursor.index() + range.start as u64;
+        let n = range.len();
+        cursor.narrow(range);
+        assert!(k < BLOCK, "lane {k} of a block of {BLOCK}");
+        rows[k] = account.pending();
+        let mut within = true;
+        // Indexed by a range (not `enumerate`), so that the compiler sees `j < n`, the span.
+        for (row, j) in rows[BLOCK..].chunks_exact_mut(BLOCK).zip(0..n) {
+            cursor.seek(j, first + j as u64);
+            let target = strategy.on_data(&cursor);
+            within &= target.abs() <= max_leverage;
+            row[k] = target;
+        }
+        let rows = rows[BLOCK..].chunks_exact_mut(BLOCK).take(n);
+        if within {
+            if let Some(last) = rows.last() {
+                account.set_target(last[k], first + n as u64 - 1, max_leverage);
+            }
+        } else {
+            for (row, index) in rows.zip(first..) {
+                account.set_target(row[k], index, max_leverage);
+                row[k] = account.pending();
+            }
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! `Kernel`: the tiled inner loop (see the parent module for the design).
 
 use super::account::Account;
-use super::block::{self, BLOCK, Block, CHUNK, decide};
+use super::block::{self, BLOCK, Block, CHUNK, Decide};
 use super::day_returns::DayReturns;
 use super::exec_model::{ExecModel, RatioConvention};
 use super::finish::{Conventions, Outcomes};
@@ -271,7 +271,7 @@ impl<S: Strategy> Kernel<S> {
         chunk: std::ops::Range<usize>,
         failed: &mut [Option<String>; BLOCK],
     ) {
-        let (seen, max_leverage) = (self.seen, self.max_leverage);
+        let (seen, max_leverage, simd) = (self.seen, self.max_leverage, self.simd);
         let (window, pool) = (&self.window, &self.pool);
         let rows = &mut self.rows[..(chunk.len() + 1) * BLOCK];
         for (k, &i) in group.iter().enumerate() {
@@ -286,9 +286,16 @@ impl<S: Strategy> Kernel<S> {
             }
             let account = &mut self.block.accounts[k];
             let ran = panic_capture::catch(|| {
-                let cursor = window.lane_cursor(seen, pool, slots);
-                let events = (window.lookback, chunk.clone());
-                decide(strategy, account, cursor, events, (rows, k), max_leverage);
+                let decide = Decide {
+                    strategy,
+                    account,
+                    cursor: window.lane_cursor(seen, pool, slots),
+                    range: chunk.clone(),
+                    rows,
+                    k,
+                    max_leverage,
+                };
+                simd::run(simd, decide);
             });
             if let Err(msg) = ran {
                 failed[k] = Some(msg);

@@ -129,9 +129,51 @@ pub(super) fn step_events<const INTRABAR: bool>(
     block.step_events::<INTRABAR, 2>(rows, ratios, cost);
 }
 
+/// Work that [`run`] compiles for a vector level: `call` must be `#[inline(always)]`, so that
+/// it is compiled into each level's copy (a closure would not reliably be).
+pub(super) trait Inlined {
+    /// What the work returns.
+    type Output;
+    /// Does the work.
+    fn call(self) -> Self::Output;
+}
+
+/// Runs `work` compiled for `level` (lowered to what the CPU supports): the lanes' decisions,
+/// so that the compiler can vectorise a simple strategy's loop with the level's instructions
+/// (AVX2 and AVX-512 also load under a mask, which a strategy's `&&` needs).
+#[inline]
+#[allow(
+    unsafe_code,
+    reason = "calling a function compiled for AVX2 or AVX-512 is sound only on a CPU that has \
+              them: checked at run time just before, each call with its SAFETY note"
+)]
+pub(super) fn run<W: Inlined>(level: SimdLevel, work: W) -> W::Output {
+    #[cfg(target_arch = "x86_64")]
+    match level.min(SimdLevel::detected()) {
+        // SAFETY: the CPU reported AVX-512 F, VL and DQ (`detect`), which is all `avx512`
+        // enables.
+        SimdLevel::Avx512 => return unsafe { x86::run_avx512(work) },
+        // SAFETY: the CPU reported AVX2 (`detect`), which is all `avx2` enables.
+        SimdLevel::Avx2 => return unsafe { x86::run_avx2(work) },
+        SimdLevel::Baseline => {}
+    }
+    let _ = level;
+    work.call()
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::Block;
+    use super::{Block, Inlined};
+
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
+    pub(super) fn run_avx512<W: Inlined>(work: W) -> W::Output {
+        work.call()
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn run_avx2<W: Inlined>(work: W) -> W::Output {
+        work.call()
+    }
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
     pub(super) fn avx512<const INTRABAR: bool>(

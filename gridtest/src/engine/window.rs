@@ -117,7 +117,8 @@ impl Window {
         pool: &'a SharedPool<F>,
         slots: &Slots,
     ) -> Cursor<'a, F> {
-        self.cursor(seen).with_shared(pool.slices(slots, self.len))
+        self.cursor(seen)
+            .with_shared(pool.slices(slots, self.len), self.len)
     }
 
     /// The tile as shared series see it.

@@ -19,10 +19,11 @@ pub struct Cursor<'a, F: Feed> {
     /// The lane's equity (1 at the start) and the fraction of it held, after this event.
     equity: f64,
     weight: f64,
-    /// The lane's shared series over the tile (one value per event of the tile), and the
-    /// position of the tile's first event in `ts` and `cols`.
+    /// The lane's shared series (one value per event from `origin`, `span` of them; empty for
+    /// a slot not declared), and the position of their first event in `ts` and `cols`.
     shared: [&'a [f64]; MAX_SHARED],
     origin: usize,
+    span: usize,
     _feed: PhantomData<F>,
 }
 
@@ -45,20 +46,43 @@ impl<'a, F: Feed> Cursor<'a, F> {
             weight: f64::NAN,
             shared: [&[]; MAX_SHARED],
             origin: lookback,
+            span: 0,
             _feed: PhantomData,
         }
     }
 
-    /// Gives the cursor the lane's shared series over the tile (the engine, once per tile).
+    /// Gives the cursor the lane's shared series over the tile's `span` events (the engine,
+    /// once per tile).
     #[inline(always)]
-    pub(crate) fn with_shared(mut self, shared: [&'a [f64]; MAX_SHARED]) -> Self {
+    pub(crate) fn with_shared(mut self, shared: [&'a [f64]; MAX_SHARED], span: usize) -> Self {
         self.shared = shared;
+        self.span = span;
         self
+    }
+
+    /// Narrows the shared series to the events `range` of the tile: [`Cursor::shared`] then
+    /// reads them at `at - origin < span`, which the compiler sees from a loop over the
+    /// range, so that it drops the bounds check (and a simple strategy's loop vectorises).
+    #[inline(always)]
+    pub(crate) fn narrow(&mut self, range: std::ops::Range<usize>) {
+        for series in &mut self.shared {
+            *series = series.get(range.clone()).unwrap_or_default();
+        }
+        self.origin += range.start;
+        self.span = range.len();
     }
 
     #[inline(always)]
     pub(crate) fn set(&mut self, at: usize, index: u64) {
         self.at = at;
+        self.index = index;
+    }
+
+    /// Moves to the event `offset` after the first of the shared series' range (see
+    /// [`Cursor::narrow`]), the shard's `index`-th.
+    #[inline(always)]
+    pub(crate) fn seek(&mut self, offset: usize, index: u64) {
+        self.at = self.origin + offset;
         self.index = index;
     }
 
@@ -124,11 +148,15 @@ impl<'a, F: Feed> Cursor<'a, F> {
     #[must_use]
     pub fn shared(&self, slot: usize) -> f64 {
         let series = self.shared.get(slot).copied().unwrap_or_default();
-        match series.get(self.at - self.origin) {
-            Some(&value) => value,
-            None => panic!(
-                "shared series {slot} is read, but the strategy declared no series in that slot"
-            ),
+        // The length check first (the same for every event, so the compiler takes it out of
+        // the engine's loop). The engine's loops stay within the span, so the index is always
+        // in it; a select rather than a second check, so that a simple loop vectorises.
+        match series.get(..self.span) {
+            Some(series) => series
+                .get(self.at - self.origin)
+                .copied()
+                .unwrap_or(f64::NAN),
+            None => undeclared_series(slot),
         }
     }
 
@@ -239,4 +267,12 @@ bar_fields! {
     low, low_back, 2, "low";
     close, close_back, 3, "close";
     volume, volume_back, 4, "volume";
+}
+
+/// The panic of [`Cursor::shared`] for a slot not declared: out of line, with the slot by
+/// value, so that the reading loop keeps nothing in memory for it.
+#[cold]
+#[inline(never)]
+fn undeclared_series(slot: usize) -> ! {
+    panic!("shared series {slot} is read, but the strategy declared no series in that slot")
 }
