@@ -2,8 +2,11 @@
 //! the equity and drawdown curves, the PBO panel and the trades; a screenshot is saved.
 //! `gridtest report` draws a persisted sweep's page again with the same figures.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use gridtest_tests::skip;
 
@@ -21,27 +24,63 @@ fn chromium() -> Option<PathBuf> {
 }
 
 fn headless(browser: &Path, page: &Path, extra: &[&str]) -> String {
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-        ])
-        .args([
-            "--virtual-time-budget=10000",
-            "--run-all-compositor-stages-before-draw",
-        ])
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    // Headless Chromium now and then hangs on start-up (seen once in CI: 18 minutes and no
+    // output). A run gets a deadline; a hung one is killed and run again.
+    const ATTEMPTS: usize = 3;
+    const DEADLINE: Duration = Duration::from_secs(90);
+    for attempt in 1..=ATTEMPTS {
+        let mut child = Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+            ])
+            .args([
+                "--virtual-time-budget=10000",
+                "--run-all-compositor-stages-before-draw",
+            ])
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = read_in_background(child.stdout.take().unwrap());
+        let stderr = read_in_background(child.stderr.take().unwrap());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > DEADLINE {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let Some(status) = status else {
+            eprintln!("headless Chromium hung for {DEADLINE:?} (attempt {attempt} of {ATTEMPTS})");
+            continue;
+        };
+        let stderr = stderr.recv_timeout(DEADLINE).unwrap_or_default();
+        assert!(status.success(), "{stderr}");
+        return stdout.recv_timeout(DEADLINE).unwrap_or_default();
+    }
+    panic!("headless Chromium hung {ATTEMPTS} times ({DEADLINE:?} each)");
+}
+
+/// Reads `pipe` to its end on a thread of its own; the text arrives on the channel (never, if
+/// a process left behind keeps the pipe open — the caller waits with a deadline).
+fn read_in_background(mut pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        let _ = send.send(String::from_utf8_lossy(&bytes).into_owned());
+    });
+    receive
 }
 
 /// `cost.json`: the core-seconds are the nodes' measured scorer time, priced per core-hour.

@@ -3,8 +3,9 @@
 //! (`Strategy::ACCOUNT == false`, the rule).
 //!
 //! A tile is run in chunks of [`CHUNK`] events. For each chunk, every lane of the block first
-//! decides its targets over the chunk ([`decide`]: the strategy's own loop, nothing else in
-//! it), into a table of one row per event; then the block steps all its accounts through the
+//! decides its targets over the chunk ([`Decide`]: the strategy's own loop, nothing else in
+//! it, compiled for the CPU's vector level so that a simple strategy's loop vectorises across
+//! events), into a table of one row per event; then the block steps all its accounts through the
 //! chunk, event by event ([`Block::step_events`]). An event without a trade — nearly all of
 //! them — is the same arithmetic for every lane, written with selects on small lane arrays
 //! ([`vector`]) that the compiler keeps in vector registers ([`super::simd`] picks AVX2 or

@@ -9,6 +9,10 @@
 //! time measured faster with SSE2), so the baseline copy runs only where a test forces blocks;
 //! it is also what aarch64 (NEON in its baseline) would run, once measured there.
 //!
+//! The lanes' decisions (`block::Decide`, the strategy's own loop over a chunk) go through
+//! [`run`] the same way, so that a simple strategy's loop is vectorised across events with
+//! the level's instructions (masked loads for a `&&`, which SSE2 lacks).
+//!
 //! `GRIDTEST_SIMD` (`baseline`, `avx2` or `avx512`) lowers the level, e.g. to measure each
 //! instruction set on one machine (`examples/w1_bench.rs`); it never raises it above what the
 //! CPU reports.
