@@ -151,6 +151,10 @@ impl<'a, F: Feed> Cursor<'a, F> {
         // The length check first (the same for every event, so the compiler takes it out of
         // the engine's loop). The engine's loops stay within the span, so the index is always
         // in it; a select rather than a second check, so that a simple loop vectorises.
+        debug_assert!(
+            self.at - self.origin < self.span,
+            "the engine reads a shared series outside its span"
+        );
         match series.get(..self.span) {
             Some(series) => series
                 .get(self.at - self.origin)
