@@ -18,8 +18,11 @@
 //! CPU reports.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use super::block::Block;
+
+mod peak;
 
 /// A vector instruction set the engine's event step can run with.
 ///
@@ -76,6 +79,23 @@ impl SimdLevel {
             .into_iter()
             .filter(|l| *l <= Self::detected())
             .collect()
+    }
+
+    /// Measures this thread's peak throughput of the event step's arithmetic with this level's
+    /// instructions (lowered to what the CPU supports): independent `f64` multiplies and adds,
+    /// half each and never fused, as the step does them; floating-point operations per second,
+    /// the best of three runs of about `budget` each. The compute roof of a roofline
+    /// (`examples/roofline.rs`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use gridtest::engine::SimdLevel;
+    /// let rate = SimdLevel::active().peak_flops(Duration::from_millis(5));
+    /// assert!(rate > 0.0);
+    /// ```
+    #[must_use]
+    pub fn peak_flops(self, budget: Duration) -> f64 {
+        peak::flops(self, budget)
     }
 
     /// The level named `name` (see [`SimdLevel::name`]).
