@@ -5,26 +5,28 @@
 //! A tile is run in chunks of [`CHUNK`] events. For each chunk, every lane of the block first
 //! decides its targets over the chunk ([`Decide`]: the strategy's own loop, nothing else in
 //! it, compiled for the CPU's vector level so that a simple strategy's loop vectorises across
-//! events), into a table of one row per event; then the block steps all its accounts through the
-//! chunk, event by event ([`Block::step_events`]). An event without a trade — nearly all of
-//! them — is the same arithmetic for every lane, written with selects on small lane arrays
-//! ([`vector`]) that the compiler keeps in vector registers ([`super::simd`] picks AVX2 or
-//! AVX-512 at run time); a lane
-//! that trades on the event takes [`Account::step`] itself. The operations on each lane are
-//! those of [`Account::step`], in the same order, so results are bit-identical to the
-//! lane-by-lane loop.
+//! events), into its column of the block's [`Targets`]; then the block steps all its accounts
+//! through the chunk, event by event ([`Block::step_events`]). An event without a trade —
+//! nearly all of them — is the same arithmetic for every lane, written with selects on small
+//! lane arrays ([`vector`]) that the compiler keeps in vector registers ([`super::simd`] picks
+//! AVX2 or AVX-512 at run time); a lane that trades on the event takes [`Account::step`]
+//! itself. The operations on each lane are those of [`Account::step`], in the same order, so
+//! results are bit-identical to the lane-by-lane loop.
 
 use super::account::{Account, Hot};
 use super::simd::Inlined;
 use crate::strategy::{Cursor, Strategy};
+pub(super) use targets::Targets;
+use targets::{Changes, ROWS, changed};
 use vector::{M, V};
 
+mod targets;
 mod vector;
 
 /// Lanes per block: two AVX-512 registers of `f64`, four AVX2 ones, eight SSE2 or NEON ones.
 pub(super) const BLOCK: usize = 16;
 
-/// Events per chunk: the block's target table (`(CHUNK + 1) × BLOCK` values) stays in L1.
+/// Events per chunk: the block's targets (`(CHUNK + 1) × BLOCK` values) stay in L1.
 pub(super) const CHUNK: usize = 256;
 
 /// Up to [`BLOCK`] lanes' accounts: the per-event state as arrays (one entry per lane), the
@@ -87,14 +89,15 @@ impl Block {
         self.state.equity.0[k]
     }
 
-    /// Steps every lane through the events whose targets are `rows` (one row per event) and
-    /// whose price ratios are `ratios` (fill / previous mark, and for bars close / open):
-    /// `N` lanes at a time (one vector register's worth), their state in registers through
-    /// all the events.
+    /// Steps every lane through the events whose price ratios are `ratios` (fill / previous
+    /// mark, and for bars close / open) and whose targets are the rows of `targets` from
+    /// row `first` on (one row per event): `N` lanes at a time (one vector register's worth),
+    /// their state and targets in registers through all the events, the targets read again
+    /// only at a row where one of the `N` lanes changes its own.
     #[inline(always)]
     pub(super) fn step_events<const INTRABAR: bool, const N: usize>(
         &mut self,
-        rows: &[f64],
+        (targets, first): (&Targets, usize),
         (g_fill, g_hold): (&[f64], &[f64]),
         cost: f64,
     ) {
@@ -102,22 +105,20 @@ impl Block {
             let mut group = self.state.lanes::<N>(g);
             let mut lanes = group;
             let accounts = &mut self.accounts[g..g + N];
-            for ((row, &gf), &gh) in rows.chunks_exact(BLOCK).zip(g_fill).zip(g_hold) {
-                // A trade reads the row itself, not a copy of the targets, so that the
-                // targets stay in a register: a copy stored on the stack and read back by the
-                // compare (which the compiler made of `&targets`) stalls every event on the
-                // store-to-load forward (AVX-512 on AMD Zen 4: 1.4× over W1).
-                let Ok(slot) = <&[f64; N]>::try_from(&row[g..g + N]) else {
-                    continue;
-                };
-                let targets = V(*slot);
+            let changes = targets.group_changes::<N>(g);
+            let mut slot = targets.row::<N>(g, first);
+            for ((r, &gf), &gh) in (first..).zip(g_fill).zip(g_hold) {
+                if changed(&changes, r) {
+                    slot = targets.row::<N>(g, r);
+                }
+                let targets = V(slot);
                 let gh = if INTRABAR { gh } else { 1.0 };
                 lanes.hold::<INTRABAR>(targets, gf, gh);
                 if targets.ne(lanes.held).any() {
                     // Through memory, so that `lanes` itself never escapes the loop and stays
                     // in registers.
                     group = lanes;
-                    group.trade::<INTRABAR>(accounts, slot, (gf, gh, cost));
+                    group.trade::<INTRABAR>(accounts, &slot, (gf, gh, cost));
                     lanes = group;
                 }
             }
@@ -299,24 +300,12 @@ impl<const N: usize> Lanes<N> {
     }
 }
 
-/// The table of targets of a chunk: the target each event executes, one row of [`BLOCK`]
-/// lanes per event (row 0: the target pending before the chunk).
-pub(super) fn target_rows() -> Vec<f64> {
-    vec![0.0; (CHUNK + 1) * BLOCK]
-}
-
-/// Sets lane `k`'s targets in `rows` to flat (a lane past the block's lanes, or a failed one).
-pub(super) fn flatten(rows: &mut [f64], k: usize) {
-    for row in rows.chunks_exact_mut(BLOCK) {
-        row[k] = 0.0;
-    }
-}
-
-/// Lane `k` of a block deciding its targets over the events `range` of the tile: row 0 of
-/// `rows` gets the target pending before the range, row `j − range.start + 1` the target set
-/// at event `j` (what the event after it executes).
+/// Lane `k` of a block deciding its targets over the events `range` of the tile into its
+/// column of the block's [`Targets`]: row 0 gets the target pending before the range, row
+/// `j − range.start + 1` the target set at event `j` (what the event after it executes); then
+/// the rows where the target changes are marked.
 ///
-/// The strategy's loop writes its raw targets into the table and only notes whether they are
+/// The strategy's loop writes its raw targets into the column and only notes whether they are
 /// all within the leverage limit (the cursor narrowed to the range, so that a simple
 /// strategy's loop vectorises); only a chunk holding one beyond the limit (or NaN) then goes
 /// through [`Account::set_target`] event by event.
@@ -325,8 +314,7 @@ pub(super) struct Decide<'a, S: Strategy> {
     pub(super) account: &'a mut Account,
     pub(super) cursor: Cursor<'a, S::Feed>,
     pub(super) range: std::ops::Range<usize>,
-    pub(super) rows: &'a mut [f64],
-    pub(super) k: usize,
+    pub(super) lane: (&'a mut [f64; ROWS], &'a mut Changes),
     pub(super) max_leverage: f64,
 }
 
@@ -340,34 +328,35 @@ impl<S: Strategy> Inlined for Decide<'_, S> {
             account,
             mut cursor,
             range,
-            rows,
-            k,
+            lane: (column, changes),
             max_leverage,
         } = self;
         let first = cursor.index() + range.start as u64;
         let n = range.len();
         cursor.narrow(range);
-        assert!(k < BLOCK, "lane {k} of a block of {BLOCK}");
-        rows[k] = account.pending();
+        column[0] = account.pending();
+        let rows = &mut column[1..];
+        assert!(n <= rows.len(), "a chunk of {n} events");
         let mut within = true;
         // Indexed by a range (not `enumerate`), so that the compiler sees `j < n`, the span.
-        for (row, j) in rows[BLOCK..].chunks_exact_mut(BLOCK).zip(0..n) {
+        for (row, j) in rows.iter_mut().zip(0..n) {
             cursor.seek(j, first + j as u64);
             let target = strategy.on_data(&cursor);
             within &= target.abs() <= max_leverage;
-            row[k] = target;
+            *row = target;
         }
-        let rows = rows[BLOCK..].chunks_exact_mut(BLOCK).take(n);
+        let rows = &mut rows[..n];
         if within {
-            if let Some(last) = rows.last() {
-                account.set_target(last[k], first + n as u64 - 1, max_leverage);
+            if let Some(&last) = rows.last() {
+                account.set_target(last, first + n as u64 - 1, max_leverage);
             }
         } else {
-            for (row, index) in rows.zip(first..) {
-                account.set_target(row[k], index, max_leverage);
-                row[k] = account.pending();
+            for (row, index) in rows.iter_mut().zip(first..) {
+                account.set_target(*row, index, max_leverage);
+                *row = account.pending();
             }
         }
+        Targets::mark_changes(column, changes);
     }
 }
 

@@ -1,7 +1,7 @@
 //! `Kernel`: the tiled inner loop (see the parent module for the design).
 
 use super::account::Account;
-use super::block::{self, BLOCK, Block, CHUNK, Decide};
+use super::block::{BLOCK, Block, CHUNK, Decide, Targets};
 use super::day_returns::DayReturns;
 use super::exec_model::{ExecModel, RatioConvention};
 use super::finish::{Conventions, Outcomes};
@@ -106,8 +106,8 @@ pub(crate) struct Kernel<S: Strategy> {
     /// not measured yet.
     blocks: bool,
     live: Vec<usize>,
-    /// The block's targets over a chunk (see [`block::target_rows`]).
-    rows: Vec<f64>,
+    /// The block's targets over a chunk.
+    targets: Box<Targets>,
 }
 
 impl<S: Strategy> Kernel<S> {
@@ -142,7 +142,7 @@ impl<S: Strategy> Kernel<S> {
             simd,
             blocks: simd > SimdLevel::Baseline,
             live: Vec::new(),
-            rows: Vec::new(),
+            targets: Box::default(),
         }
     }
 
@@ -208,9 +208,6 @@ impl<S: Strategy> Kernel<S> {
 
     /// The tile in blocks of [`BLOCK`] lanes (see [`super::block`]).
     fn run_tile_in_blocks(&mut self) {
-        if self.rows.is_empty() {
-            self.rows = block::target_rows();
-        }
         let mut live = std::mem::take(&mut self.live);
         live.clear();
         for (i, lane) in self.lanes.iter_mut().enumerate() {
@@ -237,7 +234,7 @@ impl<S: Strategy> Kernel<S> {
                 }
                 _ => {
                     self.block.pad(k);
-                    block::flatten(&mut self.rows, k);
+                    self.targets.flatten(k);
                 }
             }
         }
@@ -273,7 +270,7 @@ impl<S: Strategy> Kernel<S> {
     ) {
         let (seen, max_leverage, simd) = (self.seen, self.max_leverage, self.simd);
         let (window, pool) = (&self.window, &self.pool);
-        let rows = &mut self.rows[..(chunk.len() + 1) * BLOCK];
+        let targets = &mut self.targets;
         for (k, &i) in group.iter().enumerate() {
             let Lane::Live {
                 strategy, slots, ..
@@ -291,15 +288,14 @@ impl<S: Strategy> Kernel<S> {
                     account,
                     cursor: window.lane_cursor(seen, pool, slots),
                     range: chunk.clone(),
-                    rows,
-                    k,
+                    lane: targets.lane_mut(k),
                     max_leverage,
                 };
                 simd::run(simd, decide);
             });
             if let Err(msg) = ran {
                 failed[k] = Some(msg);
-                block::flatten(rows, k);
+                targets.flatten(k);
             }
         }
     }
@@ -307,9 +303,9 @@ impl<S: Strategy> Kernel<S> {
     /// Steps the block through `chunk`, recording each lane's equity where a day starts.
     fn step_chunk(&mut self, group: &[usize], chunk: std::ops::Range<usize>) {
         let (cost, simd) = (self.cost, self.simd);
-        let (window, rows) = (&self.window, &self.rows);
+        let (window, targets) = (&self.window, &*self.targets);
         let step = |block: &mut Block, events: std::ops::Range<usize>| {
-            let rows = &rows[(events.start - chunk.start) * BLOCK..][..events.len() * BLOCK];
+            let rows = (targets, events.start - chunk.start);
             let ratios = (&window.g_fill[events.clone()], &window.g_hold[events]);
             if <S::Feed as Feed>::INTRABAR {
                 simd::step_events::<true>(simd, block, rows, ratios, cost);

@@ -20,7 +20,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::block::Block;
+use super::block::{Block, Targets};
 
 mod peak;
 
@@ -136,7 +136,7 @@ fn detect() -> SimdLevel {
 pub(super) fn step_events<const INTRABAR: bool>(
     level: SimdLevel,
     block: &mut Block,
-    rows: &[f64],
+    rows: (&Targets, usize),
     ratios: (&[f64], &[f64]),
     cost: f64,
 ) {
@@ -187,7 +187,7 @@ pub(super) fn run<W: Inlined>(level: SimdLevel, work: W) -> W::Output {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Block, Inlined};
+    use super::{Block, Inlined, Targets};
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
     pub(super) fn run_avx512<W: Inlined>(work: W) -> W::Output {
@@ -202,7 +202,7 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
     pub(super) fn avx512<const INTRABAR: bool>(
         block: &mut Block,
-        rows: &[f64],
+        rows: (&Targets, usize),
         ratios: (&[f64], &[f64]),
         cost: f64,
     ) {
@@ -212,7 +212,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) fn avx2<const INTRABAR: bool>(
         block: &mut Block,
-        rows: &[f64],
+        rows: (&Targets, usize),
         ratios: (&[f64], &[f64]),
         cost: f64,
     ) {
