@@ -210,23 +210,6 @@ impl Account {
         self.drawdown = Drawdown::from_parts(hot.peak, hot.trough, hot.max);
     }
 
-    /// [`Account::step`] with `target` as the pending target, on state kept outside the
-    /// account (a lane block's): the path of the events where a lane of a block trades.
-    #[inline(never)]
-    pub(super) fn step_hot<const INTRABAR: bool>(
-        &mut self,
-        hot: &mut Hot,
-        target: f64,
-        (g_fill, g_hold, cost): (f64, f64, f64),
-    ) {
-        let pending = self.pending;
-        self.set_hot(hot);
-        self.pending = target;
-        self.step::<INTRABAR>(g_fill, g_hold, cost);
-        self.pending = pending;
-        *hot = self.hot();
-    }
-
     /// Rebalances from the current weight to `target` at the fill; returns the period factor.
     #[inline(never)]
     fn trade(&mut self, m: f64, target: f64, cost: f64) -> f64 {
@@ -234,7 +217,17 @@ impl Account {
         let before_fee = self.equity * m;
         let m = m * k;
         let after = self.equity * m;
-        let held = self.held;
+        self.book_trade(self.held, target, before_fee, after);
+        self.held = target;
+        self.weight = target;
+        m
+    }
+
+    /// Records a trade from `held` to `target` (equity `before_fee` before its fee, `after`
+    /// after it): its count and, where it opens a position, the entry equity, where it closes
+    /// or reverses one, the round trip.
+    #[inline(always)]
+    pub(super) fn book_trade(&mut self, held: f64, target: f64, before_fee: f64, after: f64) {
         if held == 0.0 {
             self.entry_equity = before_fee;
         } else if target == 0.0 || target.signum() != held.signum() {
@@ -255,9 +248,6 @@ impl Account {
             self.entry_equity = after;
         }
         self.trades += 1;
-        self.held = target;
-        self.weight = target;
-        m
     }
 
     /// Folds the current tile of `periods` return periods into the running moments.

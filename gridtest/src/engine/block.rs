@@ -9,9 +9,10 @@
 //! through the chunk, event by event ([`Block::step_events`]). An event without a trade —
 //! nearly all of them — is the same arithmetic for every lane, written with selects on small
 //! lane arrays ([`vector`]) that the compiler keeps in vector registers ([`super::simd`] picks
-//! AVX2 or AVX-512 at run time); a lane that trades on the event takes [`Account::step`]
-//! itself. The operations on each lane are those of [`Account::step`], in the same order, so
-//! results are bit-identical to the lane-by-lane loop.
+//! AVX2 or AVX-512 at run time); an event where lanes trade runs their trade in the same
+//! vectors too, and only the trade's record (count, round trip) goes lane by lane. The
+//! operations on each lane are those of [`Account::step`], in the same order, so results are
+//! bit-identical to the lane-by-lane loop.
 
 use super::account::{Account, Hot};
 use super::simd::Inlined;
@@ -238,6 +239,14 @@ impl<const N: usize> Lanes<N> {
             m = held_through.select(m.mul(g), m);
             exposed = exposed.or(held_through);
         }
+        self.settle(live, m, exposed);
+    }
+
+    /// The `live` lanes' equity grown by the factor `m`, their exposure counted where
+    /// `exposed`, their return moments and drawdown updated: the end of [`Account::step`].
+    #[inline(always)]
+    fn settle(&mut self, live: M<N>, m: V<N>, exposed: M<N>) {
+        let one = V::splat(1.0);
         let equity = self.equity.mul(m);
         let r = m.sub(one);
         let d = r.sub(self.shift);
@@ -282,21 +291,44 @@ impl<const N: usize> Lanes<N> {
         (growth, exposed)
     }
 
-    /// The lanes whose target differs from what they hold: [`Account::step`] itself.
-    #[inline(never)]
+    /// The event for the lanes whose target differs from what they hold: [`Account::step`]
+    /// with its trade, in vector registers (mark to the fill, the fee factor, the new weight,
+    /// for bars the mark to the close, then [`Lanes::settle`]); only the trade's record —
+    /// its count and, when it closes or opens a position, the round trip — is kept lane by
+    /// lane, in each trading lane's account ([`Account::book_trade`]). Inlined, so that it
+    /// is compiled for the step's vector level (a call would run baseline code).
+    #[inline(always)]
     fn trade<const INTRABAR: bool>(
         &mut self,
         accounts: &mut [Account],
         targets: &[f64; N],
-        step: (f64, f64, f64),
+        (gf, gh, cost): (f64, f64, f64),
     ) {
-        for ((k, &target), account) in targets.iter().enumerate().zip(accounts) {
-            if target != self.held.0[k] {
-                let mut hot = self.get(k);
-                account.step_hot::<INTRABAR>(&mut hot, target, step);
-                self.set(k, &hot);
+        let (one, cost) = (V::splat(1.0), V::splat(cost));
+        let target = V(*targets);
+        let trading = target.ne(self.held);
+        let (m, mut exposed) = self.mark(trading, one, gf);
+        // `fee_factor(weight, target, cost)`, lane by lane.
+        let (w, up) = (self.weight, target.gt(self.weight));
+        let from = up.select(one.add(cost.mul(w)), one.sub(cost.mul(w)));
+        let to = up.select(one.add(cost.mul(target)), one.sub(cost.mul(target)));
+        let before_fee = self.equity.mul(m);
+        let mut m = m.mul(from.div(to));
+        let after = self.equity.mul(m);
+        for (k, account) in accounts.iter_mut().enumerate().take(N) {
+            if trading.0[k] != 0 {
+                let (held, target) = (self.held.0[k], target.0[k]);
+                account.book_trade(held, target, before_fee.0[k], after.0[k]);
             }
         }
+        self.held = trading.select(target, self.held);
+        self.weight = trading.select(target, self.weight);
+        if INTRABAR {
+            let (g, held_through) = self.mark(trading, one, gh);
+            m = held_through.select(m.mul(g), m);
+            exposed = exposed.or(held_through);
+        }
+        self.settle(trading, m, exposed);
     }
 }
 
