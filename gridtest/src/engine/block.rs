@@ -342,7 +342,6 @@ impl<const N: usize> Lanes<N> {
 /// strategy's loop vectorises); only a chunk holding one beyond the limit (or NaN) then goes
 /// through [`Account::set_target`] event by event.
 pub(super) struct Decide<'a, S: Strategy> {
-    pub(super) strategy: &'a mut S,
     pub(super) account: &'a mut Account,
     pub(super) cursor: Cursor<'a, S::Feed>,
     pub(super) range: std::ops::Range<usize>,
@@ -351,12 +350,12 @@ pub(super) struct Decide<'a, S: Strategy> {
 }
 
 impl<S: Strategy> Inlined for Decide<'_, S> {
+    type Subject = S;
     type Output = ();
 
     #[inline(always)]
-    fn call(self) {
+    fn call(self, strategy: &mut S) {
         let Self {
-            strategy,
             account,
             mut cursor,
             range,
@@ -369,15 +368,8 @@ impl<S: Strategy> Inlined for Decide<'_, S> {
         column[0] = account.pending();
         let rows = &mut column[1..];
         assert!(n <= rows.len(), "a chunk of {n} events");
-        let mut within = true;
-        // Indexed by a range (not `enumerate`), so that the compiler sees `j < n`, the span.
-        for (row, j) in rows.iter_mut().zip(0..n) {
-            cursor.seek(j, first + j as u64);
-            let target = strategy.on_data(&cursor);
-            within &= target.abs() <= max_leverage;
-            *row = target;
-        }
         let rows = &mut rows[..n];
+        let within = decide_rows(strategy, &mut cursor, rows, (first, max_leverage));
         if within {
             if let Some(&last) = rows.last() {
                 account.set_target(last, first + n as u64 - 1, max_leverage);
@@ -390,6 +382,27 @@ impl<S: Strategy> Inlined for Decide<'_, S> {
         }
         Targets::mark_changes(column, changes);
     }
+}
+
+/// The strategy's targets for the events of `rows` (the first at index `first`), written raw
+/// into `rows`; whether all are within `max_leverage`.
+///
+#[inline(always)]
+fn decide_rows<S: Strategy>(
+    strategy: &mut S,
+    cursor: &mut Cursor<'_, S::Feed>,
+    rows: &mut [f64],
+    (first, max_leverage): (u64, f64),
+) -> bool {
+    let (mut within, n) = (true, rows.len());
+    // Indexed by a range (not `enumerate`), so that the compiler sees `j < n`, the span.
+    for (row, j) in rows.iter_mut().zip(0..n) {
+        cursor.seek(j, first + j as u64);
+        let target = strategy.on_data(cursor);
+        within &= target.abs() <= max_leverage;
+        *row = target;
+    }
+    within
 }
 
 #[cfg(test)]

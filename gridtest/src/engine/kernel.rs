@@ -284,14 +284,13 @@ impl<S: Strategy> Kernel<S> {
             let account = &mut self.block.accounts[k];
             let ran = panic_capture::catch(|| {
                 let decide = Decide {
-                    strategy,
                     account,
                     cursor: window.lane_cursor(seen, pool, slots),
                     range: chunk.clone(),
                     lane: targets.lane_mut(k),
                     max_leverage,
                 };
-                simd::run(simd, decide);
+                simd::run(simd, decide, strategy);
             });
             if let Err(msg) = ran {
                 failed[k] = Some(msg);

@@ -155,11 +155,18 @@ pub(super) fn step_events<const INTRABAR: bool>(
 
 /// Work that [`run`] compiles for a vector level: `call` must be `#[inline(always)]`, so that
 /// it is compiled into each level's copy (a closure would not reliably be).
+///
+/// The work's `Subject` (a lane's strategy) is handed to each level's copy as a parameter of
+/// its own, not as a field of the work: the compiler then knows it is valid for the whole
+/// call and touched by nothing else, so that the loop loads the fields it reads once (as a
+/// field, a field read after a branch was gathered again in every vector of events).
 pub(super) trait Inlined {
+    /// What the work changes besides its own fields (`()` for none).
+    type Subject;
     /// What the work returns.
     type Output;
     /// Does the work.
-    fn call(self) -> Self::Output;
+    fn call(self, subject: &mut Self::Subject) -> Self::Output;
 }
 
 /// Runs `work` compiled for `level` (lowered to what the CPU supports): the lanes' decisions,
@@ -171,18 +178,24 @@ pub(super) trait Inlined {
     reason = "calling a function compiled for AVX2 or AVX-512 is sound only on a CPU that has \
               them: checked at run time just before, each call with its SAFETY note"
 )]
-pub(super) fn run<W: Inlined>(level: SimdLevel, work: W) -> W::Output {
+pub(super) fn run<W: Inlined>(level: SimdLevel, work: W, subject: &mut W::Subject) -> W::Output {
     #[cfg(target_arch = "x86_64")]
     match level.min(SimdLevel::detected()) {
         // SAFETY: the CPU reported AVX-512 F, VL and DQ (`detect`), which is all `avx512`
         // enables.
-        SimdLevel::Avx512 => return unsafe { x86::run_avx512(work) },
+        SimdLevel::Avx512 => return unsafe { x86::run_avx512(work, subject) },
         // SAFETY: the CPU reported AVX2 (`detect`), which is all `avx2` enables.
-        SimdLevel::Avx2 => return unsafe { x86::run_avx2(work) },
+        SimdLevel::Avx2 => return unsafe { x86::run_avx2(work, subject) },
         SimdLevel::Baseline => {}
     }
     let _ = level;
-    work.call()
+    baseline(work, subject)
+}
+
+/// The baseline copy of [`run`]: a function of its own, for the same reason as the others.
+#[inline(never)]
+fn baseline<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
+    work.call(subject)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -190,13 +203,13 @@ mod x86 {
     use super::{Block, Inlined, Targets};
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
-    pub(super) fn run_avx512<W: Inlined>(work: W) -> W::Output {
-        work.call()
+    pub(super) fn run_avx512<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
+        work.call(subject)
     }
 
     #[target_feature(enable = "avx2")]
-    pub(super) fn run_avx2<W: Inlined>(work: W) -> W::Output {
-        work.call()
+    pub(super) fn run_avx2<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
+        work.call(subject)
     }
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]

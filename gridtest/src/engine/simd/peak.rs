@@ -25,10 +25,11 @@ struct Chains<const W: usize> {
 type Values<const W: usize> = ([[f64; W]; CHAINS], [[f64; W]; CHAINS]);
 
 impl<const W: usize> Inlined for Chains<W> {
+    type Subject = ();
     type Output = Values<W>;
 
     #[inline(always)]
-    fn call(self) -> Values<W> {
+    fn call(self, (): &mut ()) -> Values<W> {
         let mut products = [[1.0; W]; CHAINS];
         let mut sums = [[0.0; W]; CHAINS];
         for _ in 0..self.rounds {
@@ -62,6 +63,7 @@ fn time(level: SimdLevel, rounds: u64) -> (f64, Duration) {
                     factor,
                     step,
                 },
+                &mut (),
             ));
             8
         }
@@ -73,6 +75,7 @@ fn time(level: SimdLevel, rounds: u64) -> (f64, Duration) {
                     factor,
                     step,
                 },
+                &mut (),
             ));
             4
         }
@@ -84,6 +87,7 @@ fn time(level: SimdLevel, rounds: u64) -> (f64, Duration) {
                     factor,
                     step,
                 },
+                &mut (),
             ));
             2
         }
