@@ -343,7 +343,9 @@ impl<const N: usize> Lanes<N> {
 /// through [`Account::set_target`] event by event.
 pub(super) struct Decide<'a, S: Strategy> {
     pub(super) account: &'a mut Account,
-    pub(super) cursor: Cursor<'a, S::Feed>,
+    /// The lane's cursor at the tile (copied inside, so that only the fields the strategy
+    /// reads are loaded, rather than the whole cursor copied into each call).
+    pub(super) cursor: &'a Cursor<'a, S::Feed>,
     pub(super) range: std::ops::Range<usize>,
     pub(super) lane: (&'a mut [f64; ROWS], &'a mut Changes),
     pub(super) max_leverage: f64,
@@ -357,11 +359,12 @@ impl<S: Strategy> Inlined for Decide<'_, S> {
     fn call(self, strategy: &mut S) {
         let Self {
             account,
-            mut cursor,
+            cursor,
             range,
             lane: (column, changes),
             max_leverage,
         } = self;
+        let mut cursor = *cursor;
         let first = cursor.index() + range.start as u64;
         let n = range.len();
         cursor.narrow(range);

@@ -283,9 +283,10 @@ impl<S: Strategy> Kernel<S> {
             }
             let account = &mut self.block.accounts[k];
             let ran = panic_capture::catch(|| {
+                let cursor = window.lane_cursor(seen, pool, slots);
                 let decide = Decide {
                     account,
-                    cursor: window.lane_cursor(seen, pool, slots),
+                    cursor: &cursor,
                     range: chunk.clone(),
                     lane: targets.lane_mut(k),
                     max_leverage,
