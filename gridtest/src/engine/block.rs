@@ -116,8 +116,9 @@ impl Block {
                 let gh = if INTRABAR { gh } else { 1.0 };
                 lanes.hold::<INTRABAR>(targets, gf, gh);
                 if targets.ne(lanes.held).any() {
-                    // Through memory, so that `lanes` itself never escapes the loop and stays
-                    // in registers.
+                    // A copy, from when the trade was a call (so that `lanes` never escaped
+                    // the loop). `trade` is now inlined; the copy stays as measured, and
+                    // calling `lanes.trade` directly is left to a measured change.
                     group = lanes;
                     group.trade::<INTRABAR>(accounts, &slot, (gf, gh, cost));
                     lanes = group;
