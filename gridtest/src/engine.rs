@@ -27,6 +27,7 @@ mod order_kernel;
 mod panic_capture;
 mod paths;
 mod raw;
+mod shared_means;
 mod shared_pool;
 mod simd;
 mod trace;

@@ -15,12 +15,12 @@
 //! bit-identical to the lane-by-lane loop.
 
 use super::account::{Account, Hot};
-use super::simd::Inlined;
-use crate::strategy::{Cursor, Strategy};
+pub(super) use decide::Decide;
 pub(super) use targets::Targets;
-use targets::{Changes, ROWS, changed};
+use targets::{changed, next_change};
 use vector::{M, V};
 
+mod decide;
 mod targets;
 mod vector;
 
@@ -95,6 +95,12 @@ impl Block {
     /// row `first` on (one row per event): `N` lanes at a time (one vector register's worth),
     /// their state and targets in registers through all the events, the targets read again
     /// only at a row where one of the `N` lanes changes its own.
+    ///
+    /// Between two such rows no lane trades, which the step uses twice: `N` lanes that are all
+    /// flat and target flat skip to the next change (no event changes them), and `N` lanes
+    /// that are each flat or long their whole equity (a long-only strategy's rule) step
+    /// through [`Lanes::hold_long`], the same arithmetic with what every lane shares done
+    /// once per event.
     #[inline(always)]
     pub(super) fn step_events<const INTRABAR: bool, const N: usize>(
         &mut self,
@@ -102,27 +108,52 @@ impl Block {
         (g_fill, g_hold): (&[f64], &[f64]),
         cost: f64,
     ) {
+        let n = g_fill.len();
+        assert!(g_hold.len() >= n, "a hold ratio per event");
+        let zero = V::splat(0.0);
         for g in (0..BLOCK).step_by(N) {
             let mut group = self.state.lanes::<N>(g);
             let mut lanes = group;
             let accounts = &mut self.accounts[g..g + N];
             let changes = targets.group_changes::<N>(g);
             let mut slot = targets.row::<N>(g, first);
-            for ((r, &gf), &gh) in (first..).zip(g_fill).zip(g_hold) {
+            // Every lane flat and targeting flat: no event changes them until a target does.
+            let idle = |slot: &[f64; N], lanes: &Lanes<N>| {
+                !V(*slot).ne(zero).or(lanes.held.ne(zero)).any()
+            };
+            let mut still = idle(&slot, &lanes);
+            let mut i = 0;
+            while i < n {
+                let r = first + i;
                 if changed(&changes, r) {
                     slot = targets.row::<N>(g, r);
+                    still = idle(&slot, &lanes);
                 }
-                let targets = V(slot);
-                let gh = if INTRABAR { gh } else { 1.0 };
-                lanes.hold::<INTRABAR>(targets, gf, gh);
-                if targets.ne(lanes.held).any() {
-                    // A copy, from when the trade was a call (so that `lanes` never escaped
-                    // the loop). `trade` is now inlined; the copy stays as measured, and
-                    // calling `lanes.trade` directly is left to a measured change.
-                    group = lanes;
-                    group.trade::<INTRABAR>(accounts, &slot, (gf, gh, cost));
-                    lanes = group;
+                if still {
+                    i = next_change(&changes, r + 1, first + n) - first;
+                    continue;
                 }
+                // The event where the targets were read (and lanes may trade), then the events
+                // up to the next change: every lane holds what it targets through them.
+                group = lanes;
+                group.event::<INTRABAR>(accounts, &slot, (g_fill[i], g_hold[i], cost));
+                lanes = group;
+                still = idle(&slot, &lanes);
+                i += 1;
+                let steady = next_change(&changes, first + i, first + n) - first;
+                if still || steady == i {
+                    continue;
+                }
+                if lanes.long_whole() {
+                    lanes.hold_long::<INTRABAR>(&g_fill[i..steady], &g_hold[i..steady]);
+                } else {
+                    for j in i..steady {
+                        group = lanes;
+                        group.event::<INTRABAR>(accounts, &slot, (g_fill[j], g_hold[j], cost));
+                        lanes = group;
+                    }
+                }
+                i = steady;
             }
             self.state.set_lanes(g, &lanes);
         }
@@ -226,6 +257,63 @@ impl<const N: usize> Lanes<N> {
         self.max.0[k] = hot.max;
     }
 
+    /// One event: the lanes that keep their position hold it, the others trade.
+    #[inline(always)]
+    fn event<const INTRABAR: bool>(
+        &mut self,
+        accounts: &mut [Account],
+        slot: &[f64; N],
+        (gf, gh, cost): (f64, f64, f64),
+    ) {
+        let targets = V(*slot);
+        let gh = if INTRABAR { gh } else { 1.0 };
+        self.hold::<INTRABAR>(targets, gf, gh);
+        if targets.ne(self.held).any() {
+            self.trade::<INTRABAR>(accounts, slot, (gf, gh, cost));
+        }
+    }
+
+    /// Whether every lane is flat or long its whole equity (`held` and `weight` 0 or 1): a
+    /// long lane's weight then stays 1 and its equity grows by the price ratio itself.
+    #[inline(always)]
+    fn long_whole(&self) -> bool {
+        let (zero, one) = (V::splat(0.0), V::splat(1.0));
+        let whole = |v: V<N>| v.eq(zero).or(v.eq(one));
+        !whole(self.held).and(whole(self.weight)).not().any()
+    }
+
+    /// [`Lanes::hold`] over events where no lane trades, every lane flat or long its whole
+    /// equity ([`Lanes::long_whole`]): the same operations on the same values, with what is
+    /// the same for every lane (the growth, the return, its downside) computed once per event,
+    /// and the lanes that hold fixed for the run. `g_hold` is read for bars only.
+    #[inline(always)]
+    fn hold_long<const INTRABAR: bool>(&mut self, g_fill: &[f64], g_hold: &[f64]) {
+        let (zero, one) = (V::splat(0.0), V::splat(1.0));
+        let live = self.held.ne(zero);
+        let mut count = zero;
+        for (j, &gf) in g_fill.iter().enumerate() {
+            // `mark`: a whole weight grows by the ratio itself; for bars, then by the close's.
+            let m = if INTRABAR { gf * g_hold[j] } else { gf };
+            let r = m - 1.0;
+            let down = if r < 0.0 { r } else { 0.0 };
+            // `settle`, with `equity × 1` (its own bits) where a lane is flat.
+            self.equity = self.equity.mul(live.select(V::splat(m), one));
+            let d = V::splat(r).sub(self.shift);
+            self.s1 = self.s1.add(live.select(d, zero));
+            self.s2 = self.s2.add(live.select(d.mul(d), zero));
+            self.downside2 = self.downside2.add(live.select(V::splat(down * down), zero));
+            count = count.add(live.select(one, zero));
+            self.trough = self.equity.min(self.trough);
+            let record = self.equity.gt(self.peak);
+            if record.any() {
+                self.close_episodes(record);
+            }
+        }
+        // A held lane is exposed at every event: both counts grow alike (whole numbers, exact).
+        self.active = self.active.add(count);
+        self.exposed = self.exposed.add(count);
+    }
+
     /// The event for the lanes that hold a position and keep it: marked to the fill (and, for
     /// bars, to the close), equity, return moments and drawdown — [`Account::step`] without
     /// its trade, lane by lane in vector registers. Flat lanes and lanes that trade are left
@@ -245,33 +333,41 @@ impl<const N: usize> Lanes<N> {
 
     /// The `live` lanes' equity grown by the factor `m`, their exposure counted where
     /// `exposed`, their return moments and drawdown updated: the end of [`Account::step`].
+    ///
+    /// The sums add a masked term in every lane (`+ 0.0` where not live: a sum here is never
+    /// `-0.0`, so it keeps its bits), so that each is one add in a chain rather than an add
+    /// and a select. The drawdown needs no mask: a lane's equity changes only here, and each
+    /// change moves its peak and trough, so an equity left as it was lies within them.
     #[inline(always)]
     fn settle(&mut self, live: M<N>, m: V<N>, exposed: M<N>) {
-        let one = V::splat(1.0);
-        let equity = self.equity.mul(m);
+        let (zero, one) = (V::splat(0.0), V::splat(1.0));
         let r = m.sub(one);
         let d = r.sub(self.shift);
         let down = r.min0();
-        self.equity = live.select(equity, self.equity);
-        self.exposed = live
-            .and(exposed)
-            .select(self.exposed.add(one), self.exposed);
-        self.s1 = live.select(self.s1.add(d), self.s1);
-        self.s2 = live.select(self.s2.add(d.mul(d)), self.s2);
-        self.downside2 = live.select(self.downside2.add(down.mul(down)), self.downside2);
-        self.active = live.select(self.active.add(one), self.active);
-        let lower = live.and(equity.lt(self.trough));
-        self.trough = lower.select(equity, self.trough);
-        let record = live.and(equity.gt(self.peak));
+        self.equity = live.select(self.equity.mul(m), self.equity);
+        self.exposed = self.exposed.add(live.and(exposed).select(one, zero));
+        self.s1 = self.s1.add(live.select(d, zero));
+        self.s2 = self.s2.add(live.select(d.mul(d), zero));
+        self.downside2 = self.downside2.add(live.select(down.mul(down), zero));
+        self.active = self.active.add(live.select(one, zero));
+        // `Drawdown::update`: below the trough lowers it (a `min`, off the mask), above the
+        // peak closes the episode.
+        self.trough = self.equity.min(self.trough);
+        let record = self.equity.gt(self.peak);
         if record.any() {
-            // A new peak closes the drawdown episode: the drawdown's one division, on the few
-            // events that set a record (a random walk sets few).
-            let drawdown = one.sub(self.trough.div(self.peak));
-            let deeper = record.and(drawdown.gt(self.max));
-            self.max = deeper.select(drawdown, self.max);
-            self.peak = record.select(equity, self.peak);
-            self.trough = record.select(equity, self.trough);
+            self.close_episodes(record);
         }
+    }
+
+    /// A new peak closes the drawdown episode of the lanes of `record`: the drawdown's one
+    /// division, on the few events that set a record (a random walk sets few).
+    #[inline(always)]
+    fn close_episodes(&mut self, record: M<N>) {
+        let drawdown = V::splat(1.0).sub(self.trough.div(self.peak));
+        let deeper = record.and(drawdown.gt(self.max));
+        self.max = deeper.select(drawdown, self.max);
+        self.peak = record.select(self.equity, self.peak);
+        self.trough = record.select(self.equity, self.trough);
     }
 
     /// Marks the weights to a price move of ratio `g`: the growth of each lane's equity (1 for
@@ -331,82 +427,6 @@ impl<const N: usize> Lanes<N> {
         }
         self.settle(trading, m, exposed);
     }
-}
-
-/// Lane `k` of a block deciding its targets over the events `range` of the tile into its
-/// column of the block's [`Targets`]: row 0 gets the target pending before the range, row
-/// `j − range.start + 1` the target set at event `j` (what the event after it executes); then
-/// the rows where the target changes are marked.
-///
-/// The strategy's loop writes its raw targets into the column and only notes whether they are
-/// all within the leverage limit (the cursor narrowed to the range, so that a simple
-/// strategy's loop vectorises); only a chunk holding one beyond the limit (or NaN) then goes
-/// through [`Account::set_target`] event by event.
-pub(super) struct Decide<'a, S: Strategy> {
-    pub(super) account: &'a mut Account,
-    /// The lane's cursor at the tile (copied inside, so that only the fields the strategy
-    /// reads are loaded, rather than the whole cursor copied into each call).
-    pub(super) cursor: &'a Cursor<'a, S::Feed>,
-    pub(super) range: std::ops::Range<usize>,
-    pub(super) lane: (&'a mut [f64; ROWS], &'a mut Changes),
-    pub(super) max_leverage: f64,
-}
-
-impl<S: Strategy> Inlined for Decide<'_, S> {
-    type Subject = S;
-    type Output = ();
-
-    #[inline(always)]
-    fn call(self, strategy: &mut S) {
-        let Self {
-            account,
-            cursor,
-            range,
-            lane: (column, changes),
-            max_leverage,
-        } = self;
-        let mut cursor = *cursor;
-        let first = cursor.index() + range.start as u64;
-        let n = range.len();
-        cursor.narrow(range);
-        column[0] = account.pending();
-        let rows = &mut column[1..];
-        assert!(n <= rows.len(), "a chunk of {n} events");
-        let rows = &mut rows[..n];
-        let within = decide_rows(strategy, &mut cursor, rows, (first, max_leverage));
-        if within {
-            if let Some(&last) = rows.last() {
-                account.set_target(last, first + n as u64 - 1, max_leverage);
-            }
-        } else {
-            for (row, index) in rows.iter_mut().zip(first..) {
-                account.set_target(*row, index, max_leverage);
-                *row = account.pending();
-            }
-        }
-        Targets::mark_changes(column, changes);
-    }
-}
-
-/// The strategy's targets for the events of `rows` (the first at index `first`), written raw
-/// into `rows`; whether all are within `max_leverage`.
-///
-#[inline(always)]
-fn decide_rows<S: Strategy>(
-    strategy: &mut S,
-    cursor: &mut Cursor<'_, S::Feed>,
-    rows: &mut [f64],
-    (first, max_leverage): (u64, f64),
-) -> bool {
-    let (mut within, n) = (true, rows.len());
-    // Indexed by a range (not `enumerate`), so that the compiler sees `j < n`, the span.
-    for (row, j) in rows.iter_mut().zip(0..n) {
-        cursor.seek(j, first + j as u64);
-        let target = strategy.on_data(cursor);
-        within &= target.abs() <= max_leverage;
-        *row = target;
-    }
-    within
 }
 
 #[cfg(test)]

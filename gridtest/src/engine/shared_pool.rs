@@ -4,10 +4,12 @@
 
 use super::kernel::{TILE, build_strategy};
 use super::panic_capture;
+use super::shared_means::MeanGroups;
+use super::simd::SimdLevel;
 use super::window::Window;
 use super::{CellFailure, FailureKind};
 use crate::params::ParamSet;
-use crate::strategy::{AnySeries, Feed, MAX_SHARED, SharedSeries, Strategy};
+use crate::strategy::{AnySeries, Feed, MAX_SHARED, SharedMean, SharedSeries, Strategy};
 
 /// Which series of the pool a lane reads, by its slots.
 #[derive(Clone, Copy, Debug, Default)]
@@ -58,6 +60,12 @@ pub(super) struct SharedPool<F: Feed> {
     /// Why series `k` stopped (it panicked), if it did.
     failed: Vec<Option<String>>,
     any_failed: bool,
+    /// The series that are [`SharedMean`]s, filled by `means` (several at a time) rather than
+    /// one by one.
+    is_mean: Vec<bool>,
+    means: MeanGroups,
+    /// The vector instructions the means' divisions run with.
+    level: SimdLevel,
 }
 
 impl<F: Feed> SharedPool<F> {
@@ -69,6 +77,9 @@ impl<F: Feed> SharedPool<F> {
             tile,
             failed: Vec::new(),
             any_failed: false,
+            is_mean: Vec::new(),
+            means: MeanGroups::default(),
+            level: SimdLevel::active(),
         }
     }
 
@@ -90,9 +101,16 @@ impl<F: Feed> SharedPool<F> {
             let id = match self.series.iter().position(|held| held.same(&*series)) {
                 Some(id) => id,
                 None => {
+                    let id = self.series.len();
+                    let mean = series.as_any().downcast_ref::<SharedMean>();
+                    if let Some(mean) = mean {
+                        self.means
+                            .add::<F>(u32::try_from(id).expect("fewer series than lanes"), mean);
+                    }
+                    self.is_mean.push(mean.is_some());
                     self.series.push(series);
                     self.failed.push(None);
-                    self.series.len() - 1
+                    id
                 }
             };
             slots.ids[slot] = u32::try_from(id).expect("fewer series than lanes");
@@ -122,8 +140,14 @@ impl<F: Feed> SharedPool<F> {
         }
         let tile = window.tile::<F>(seen);
         let n = window.len;
+        self.means
+            .fill(&tile, &mut self.values, self.tile, self.level);
         let chunks = self.values.chunks_mut(self.tile);
-        for ((series, out), failed) in self.series.iter_mut().zip(chunks).zip(&mut self.failed) {
+        let others = self.series.iter_mut().zip(chunks).zip(&mut self.failed);
+        for ((series, out), failed) in others
+            .zip(&self.is_mean)
+            .filter_map(|(s, &m)| (!m).then_some(s))
+        {
             if failed.is_some() {
                 continue;
             }

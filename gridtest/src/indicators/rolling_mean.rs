@@ -63,6 +63,13 @@ impl RollingMean {
         self.sum
     }
 
+    /// What [`RollingMean::mean`] divides the sum by: the window, as `f64`.
+    #[inline(always)]
+    #[must_use]
+    pub(crate) fn divisor(&self) -> f64 {
+        self.divisor
+    }
+
     /// The mean: the window sum divided by the window, the division last (IEEE, correctly
     /// rounded).
     #[inline(always)]

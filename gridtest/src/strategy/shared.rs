@@ -256,6 +256,20 @@ impl SharedMean {
             mean: RollingMean::new(window),
         }
     }
+
+    /// The column of feed `F` it averages.
+    pub(crate) fn column_in<F: Feed>(&self) -> usize {
+        if self.column == usize::MAX {
+            F::MARK
+        } else {
+            self.column
+        }
+    }
+
+    /// Its running mean (the state a fill carries to the next tile).
+    pub(crate) fn rolling(&self) -> &RollingMean {
+        &self.mean
+    }
 }
 
 impl<F: Feed> Series<F> for SharedMean {
@@ -264,12 +278,7 @@ impl<F: Feed> Series<F> for SharedMean {
     }
 
     fn fill(&mut self, tile: &Tile<'_, F>, out: &mut [f64]) {
-        let column = if self.column == usize::MAX {
-            F::MARK
-        } else {
-            self.column
-        };
-        let values = tile.column(column);
+        let values = tile.column(self.column_in::<F>());
         let (l, w) = (tile.lookback(), self.mean.window());
         let entering = &values[l..l + out.len()];
         let leaving = &values[l - w..l - w + out.len()];

@@ -98,6 +98,21 @@ pub(super) fn changed(changes: &Changes, r: usize) -> bool {
         .is_some_and(|word| word >> (i % 64) & 1 == 1)
 }
 
+/// The first row from `from` (at least 1) on where `changes` marks a change, or `end` if none
+/// is before it.
+#[inline(always)]
+pub(super) fn next_change(changes: &Changes, from: usize, end: usize) -> usize {
+    let mut bit = from - 1;
+    while bit < end.min(WORDS * 64) {
+        let word = changes[bit / 64] >> (bit % 64);
+        if word != 0 {
+            return (bit + word.trailing_zeros() as usize + 1).min(end);
+        }
+        bit = (bit / 64 + 1) * 64;
+    }
+    end
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +130,14 @@ mod tests {
         Targets::mark_changes(column, changes);
         let rows: Vec<usize> = (0..ROWS).filter(|&r| changed(changes, r)).collect();
         assert_eq!(rows, [1, 3, 65, 66, 100, 102, ROWS - 1]);
+        let next = |from| next_change(changes, from, ROWS);
+        assert_eq!(
+            [next(1), next(2), next(4), next(66), next(67)],
+            [1, 3, 65, 66, 100]
+        );
+        assert_eq!([next(103), next(ROWS - 1)], [ROWS - 1, ROWS - 1]);
+        assert_eq!(next_change(changes, 4, 50), 50, "none before the end");
+        assert_eq!(next_change(changes, 103, 200), 200);
         let group = targets.group_changes::<4>(0);
         assert_eq!(group, targets.changes[3]);
         assert_eq!(targets.group_changes::<4>(4), [0; WORDS]);

@@ -17,14 +17,21 @@ struct Seeded {
     seed: u64,
 }
 
+/// Seeds from here on are long-only, whole: flat or long their whole equity.
+const LONG_ONLY: u64 = 64;
+
 /// A target from a hash of the seed and the event: held for a while, then one of long, short,
-/// fractional, over-levered (clamped), flat or NaN (a failed target, ignored).
+/// fractional, over-levered (clamped), flat or NaN (a failed target, ignored); from
+/// [`LONG_ONLY`] on, flat or long.
 fn target(seed: u64, index: u64) -> f64 {
     let period = 7 + seed % 23;
     let mut h = (index / period).wrapping_add(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     h ^= h >> 31;
     h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
     h ^= h >> 29;
+    if seed >= LONG_ONLY {
+        return if h % 5 < 2 { 1.0 } else { 0.0 };
+    }
     match (h % 11, seed % 3) {
         (0..=2, _) => 0.0,
         (3 | 4, _) => 1.0,
@@ -118,8 +125,10 @@ fn prices(n: usize) -> (Vec<i64>, Vec<f64>) {
     (ts, price)
 }
 
+/// `n` sets of every kind of target, then `n` long-only ones.
 fn sets(n: u64) -> Vec<ParamSet> {
     (0..n)
+        .chain(LONG_ONLY..LONG_ONLY + n)
         .map(|seed| ParamSet::new([("seed", ParamValue::Int(i64::try_from(seed).unwrap()))]))
         .collect()
 }

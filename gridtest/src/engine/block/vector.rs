@@ -50,7 +50,16 @@ impl<const N: usize> V<N> {
     lanewise!(eq, a, b, M<N>, M, -i64::from(a == b));
     lanewise!(ne, a, b, M<N>, M, -i64::from(a != b));
     lanewise!(gt, a, b, M<N>, M, -i64::from(a > b));
-    lanewise!(lt, a, b, M<N>, M, -i64::from(a < b));
+
+    /// `a` where `a < b`, else `b`, lane by lane (so `b` where either is NaN).
+    #[inline(always)]
+    pub(super) fn min(self, other: V<N>) -> Self {
+        let mut out = V::<N>::default();
+        for ((o, &a), &b) in out.0.iter_mut().zip(&self.0).zip(&other.0) {
+            *o = if a < b { a } else { b };
+        }
+        out
+    }
 
     /// `min(x, 0)` lane by lane, as `f64::min` (a NaN gives 0).
     #[inline(always)]
