@@ -112,8 +112,7 @@ impl Block {
         assert!(g_hold.len() >= n, "a hold ratio per event");
         let zero = V::splat(0.0);
         for g in (0..BLOCK).step_by(N) {
-            let mut group = self.state.lanes::<N>(g);
-            let mut lanes = group;
+            let mut lanes = self.state.lanes::<N>(g);
             let accounts = &mut self.accounts[g..g + N];
             let changes = targets.group_changes::<N>(g);
             let mut slot = targets.row::<N>(g, first);
@@ -135,9 +134,7 @@ impl Block {
                 }
                 // The event where the targets were read (and lanes may trade), then the events
                 // up to the next change: every lane holds what it targets through them.
-                group = lanes;
-                group.event::<INTRABAR>(accounts, &slot, (g_fill[i], g_hold[i], cost));
-                lanes = group;
+                lanes.event::<INTRABAR>(accounts, &slot, (g_fill[i], g_hold[i], cost));
                 still = idle(&slot, &lanes);
                 i += 1;
                 let steady = next_change(&changes, first + i, first + n) - first;
@@ -148,9 +145,7 @@ impl Block {
                     lanes.hold_long::<INTRABAR>(&g_fill[i..steady], &g_hold[i..steady]);
                 } else {
                     for j in i..steady {
-                        group = lanes;
-                        group.event::<INTRABAR>(accounts, &slot, (g_fill[j], g_hold[j], cost));
-                        lanes = group;
+                        lanes.event::<INTRABAR>(accounts, &slot, (g_fill[j], g_hold[j], cost));
                     }
                 }
                 i = steady;
@@ -412,10 +407,15 @@ impl<const N: usize> Lanes<N> {
         let before_fee = self.equity.mul(m);
         let mut m = m.mul(from.div(to));
         let after = self.equity.mul(m);
-        for (k, account) in accounts.iter_mut().enumerate().take(N) {
-            if trading.0[k] != 0 {
-                let (held, target) = (self.held.0[k], target.0[k]);
-                account.book_trade(held, target, before_fee.0[k], after.0[k]);
+        // Lane by lane from copies, so that the lanes' own state is never addressed lane by
+        // lane (which would keep it in memory through the whole step, not in registers).
+        let (held, trades) = (self.held.0, trading.0);
+        let records = held.iter().zip(target.0).zip(before_fee.0).zip(after.0);
+        for ((account, &trades), (((&held, target), before_fee), after)) in
+            accounts.iter_mut().zip(&trades).zip(records)
+        {
+            if trades != 0 {
+                account.book_trade(held, target, before_fee, after);
             }
         }
         self.held = trading.select(target, self.held);

@@ -65,9 +65,9 @@ impl MeanGroups {
         stride: usize,
         level: SimdLevel,
     ) {
-        let column = |g: &Group| tile.column(g.column);
+        let (lookback, n) = (tile.lookback(), tile.len());
         for group in &mut self.groups {
-            let (column, lookback, n) = (column(group), tile.lookback(), tile.len());
+            let column = tile.column(group.column);
             let members = &mut group.members[..];
             match members.len() {
                 1 => fill_group::<1>(members, column, lookback, (values, stride, n), level),
