@@ -409,10 +409,14 @@ impl<const N: usize> Lanes<N> {
         let after = self.equity.mul(m);
         // Lane by lane from copies, so that the lanes' own state is never addressed lane by
         // lane (which would keep it in memory through the whole step, not in registers).
-        let (held, trades) = (self.held.0, trading.0);
-        let records = held.iter().zip(target.0).zip(before_fee.0).zip(after.0);
+        let (held_lanes, trading_lanes) = (self.held.0, trading.0);
+        let records = held_lanes
+            .iter()
+            .zip(target.0)
+            .zip(before_fee.0)
+            .zip(after.0);
         for ((account, &trades), (((&held, target), before_fee), after)) in
-            accounts.iter_mut().zip(&trades).zip(records)
+            accounts.iter_mut().zip(&trading_lanes).zip(records)
         {
             if trades != 0 {
                 account.book_trade(held, target, before_fee, after);
