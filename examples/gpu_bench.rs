@@ -7,7 +7,8 @@
 //! `gridtest-cuda/scripts/device-check.sh`). Without `--data`: a synthetic W1-shaped dataset
 //! (4 symbols × 20 days × 50 000 ticks) generated under `data/gpu-bench` if absent. Without a
 //! GPU it runs the CPU half, says why there is no GPU half, and exits 0. `--strategy breakout`
-//! runs on bars (synthetic: 10 ticks per bar, 100 000 bars per symbol).
+//! runs on bars (synthetic: 10 ticks per bar, 100 000 bars per symbol); `--strategy
+//! sma_crossover_shared` runs the W1 grid on the kernel whose blocks share their means.
 //!
 //! `--sweep` then runs the grid through the whole sweep path (node agent, GPU scorers batching
 //! units beside the CPU scorers) against a CPU-only sweep; every cell must match.
@@ -31,7 +32,7 @@ use gridtest::registry::find_strategy;
 use gridtest::{CellOutcome, DataKind, RunOptions};
 use gridtest_cuda::admission::ALLOCATION_GRANULE;
 use gridtest_cuda::runner::GpuDevice;
-use gridtest_examples::{Breakout, Momentum, SmaCrossover};
+use gridtest_examples::{Breakout, Momentum, SmaCrossover, SmaCrossoverShared};
 
 #[path = "w1_reference.rs"]
 mod w1_reference;
@@ -98,6 +99,7 @@ fn cpu_chunk(
     match strategy {
         "momentum" => run_chunk::<Momentum>(data, sets, exec),
         "breakout" => run_chunk::<Breakout>(data, sets, exec),
+        "sma_crossover_shared" => run_chunk::<SmaCrossoverShared>(data, sets, exec),
         _ => run_chunk::<SmaCrossover>(data, sets, exec),
     }
 }

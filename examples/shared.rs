@@ -41,7 +41,29 @@ impl Strategy for SmaCrossoverShared {
             0.0
         }
     }
+
+    fn gpu_code() -> Option<GpuCode> {
+        Some(GpuCode {
+            source: SMA_SHARED_CUDA,
+            state_len: 1,
+            pack: pack_numeric::<SmaParams>,
+        })
+    }
 }
+
+/// [`SmaCrossoverShared`] as CUDA C: the block computes the means (`gt_shared` reads them),
+/// the lane only compares. `params = [fast, slow]`, no state.
+pub const SMA_SHARED_CUDA: &str = r#"
+__device__ void gt_init(double* s, const double* p) {}
+
+__device__ double gt_step(double* s, const double* p, const double* const* col, long long index) {
+    long long fast = (long long)p[0];
+    long long slow = (long long)p[1];
+    long long warm_up = fast > slow ? fast : slow;
+    if (index + 1 >= warm_up && gt_shared(col, 0) > gt_shared(col, 1)) return 1.0;
+    return 0.0;
+}
+"#;
 
 /// The relative change of the price over `window` ticks, `p / p₋window − 1` (shared by every
 /// threshold of a window).

@@ -13,8 +13,9 @@ use gridtest::engine::{RawAccount, run_chunk};
 use gridtest::registry::find_strategy;
 use gridtest::strategy::Feed;
 use gridtest::{Bars, DataKind, ExecModel, GpuCode, Grid, ParamSet, Ticks};
+use gridtest_cuda::launch::{FeedLayout, Lanes};
 use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES, host_harness_source};
-use gridtest_examples::{Breakout, Momentum, SmaCrossover};
+use gridtest_examples::{Breakout, Momentum, SmaCrossover, SmaCrossoverShared};
 use gridtest_tests::{Scratch, runtime, w1_grid, w1_smoke};
 
 fn smoke_shard(symbol: &str) -> ShardData {
@@ -89,62 +90,54 @@ const H200: Launch = Launch {
     multiprocessors: 132,
 };
 
-/// Runs the kernel's host form over `data` for `sets`, launched as the runner would on
-/// `launch`; one accumulator set per parameter set.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "a test helper mirroring one launch"
-)]
+/// Runs the kernel's host form over `data` for `lanes`, launched as the runner would on
+/// `launch` (one launch of every lane); one accumulator set per lane, in lane order.
 fn run_harness(
     exe: &Path,
     dir: &Path,
-    code: &GpuCode,
     data: &ShardData,
-    sets: &[ParamSet],
-    lookback: usize,
+    lanes: &Lanes,
     exec: &ExecModel,
     launch: Launch,
 ) -> Vec<RawAccount> {
-    let (n_cols, fill, mark, intrabar) = match data.kind() {
-        DataKind::Ticks => (
-            Ticks::COLUMNS.len(),
-            Ticks::FILL,
-            Ticks::MARK,
-            Ticks::INTRABAR,
-        ),
-        DataKind::Bars => (Bars::COLUMNS.len(), Bars::FILL, Bars::MARK, Bars::INTRABAR),
-    };
+    let feed = FeedLayout::of(data.kind());
+    let n_cols = feed.n_cols;
     let mut cols = Vec::new();
     for c in 0..n_cols {
         for b in data.batches() {
             cols.extend_from_slice(&b.columns()[c]);
         }
     }
-    let params: Vec<f64> = sets.iter().flat_map(|s| (code.pack)(s).unwrap()).collect();
-    let param_len = params.len() / sets.len();
+    let all: Vec<usize> = (0..lanes.len()).collect();
+    let plan = lanes
+        .launch(&all, n_cols, launch.multiprocessors, launch.shared_limit)
+        .unwrap();
     write_f64(&dir.join("cols.bin"), &cols);
-    write_f64(&dir.join("params.bin"), &params);
-    let plan = LaunchPlan::new(n_cols, lookback, launch.shared_limit).unwrap();
-    let (blocks, threads) = plan.shape(sets.len(), launch.multiprocessors);
+    write_f64(&dir.join("params.bin"), &plan.params);
+    write_f64(&dir.join("table.bin"), &plan.table);
     let output = Command::new(exe)
         .arg(dir.join("cols.bin"))
         .arg(dir.join("params.bin"))
+        .arg(dir.join("table.bin"))
         .arg(dir.join("out.bin"))
         .args([
             data.n_rows().to_string(),
             n_cols.to_string(),
-            plan.stage.to_string(),
-            lookback.to_string(),
-            param_len.to_string(),
-            sets.len().to_string(),
+            plan.plan.stage.to_string(),
+            plan.lookback.to_string(),
+            plan.param_len.to_string(),
+            plan.n_lanes.to_string(),
+            plan.n_series.to_string(),
+            plan.slot_at.to_string(),
+            plan.n_slots.to_string(),
             format!("{:e}", exec.cost_rate()),
             format!("{:e}", exec.max_leverage),
-            fill.to_string(),
-            mark.to_string(),
-            u8::from(intrabar).to_string(),
-            blocks.to_string(),
-            threads.to_string(),
-            plan.shared_bytes.to_string(),
+            feed.fill.to_string(),
+            feed.mark.to_string(),
+            u8::from(feed.intrabar).to_string(),
+            plan.blocks.to_string(),
+            plan.threads.to_string(),
+            plan.plan.shared_bytes.to_string(),
         ])
         .output()
         .unwrap();
@@ -183,23 +176,21 @@ fn check_parity(
             return;
         }
     };
-    let lookback = sets
-        .iter()
-        .map(|s| (entry.lookback)(s).unwrap())
-        .max()
-        .unwrap()
-        .max(1);
+    let lanes = Lanes::prepare(entry, &code, sets).unwrap();
+    assert!(lanes.refused().is_empty() && lanes.len() == sets.len());
     for data in shards {
         let want = cpu(data);
-        let raw = run_harness(&exe, dir.path(), &code, data, sets, lookback, exec, launch);
+        let raw = run_harness(&exe, dir.path(), data, &lanes, exec, launch);
         assert_eq!(raw.len(), sets.len());
-        for ((set, want), raw) in sets.iter().zip(&want).zip(raw) {
+        for (lane, raw) in raw.into_iter().enumerate() {
+            let set = lanes.set_of(lane);
             let got = raw.finish(data.n_rows(), data.n_days(), exec.annualisation());
-            assert!(got.is_ok(), "{name} [{set}]: {got:?}");
+            assert!(got.is_ok(), "{name} [{}]: {got:?}", sets[set]);
             assert_eq!(
-                &got,
-                want,
-                "{name} [{set}] on {}: device code differs from the CPU engine",
+                got,
+                want[set],
+                "{name} [{}] on {}: device code differs from the CPU engine",
+                sets[set],
                 data.shard()
             );
         }
@@ -238,7 +229,7 @@ fn sma_kernel_with_narrow_staging_equals_the_cpu_engine() {
         .unwrap();
     let limit = Ticks::COLUMNS.len() * 8 * (lookback + 37);
     assert_eq!(
-        LaunchPlan::new(Ticks::COLUMNS.len(), lookback, limit).map(|p| p.stage),
+        LaunchPlan::new(Ticks::COLUMNS.len(), lookback, 0, limit).map(|p| p.stage),
         Some(37)
     );
     let exec = ExecModel::default().with_commission_bps(1.0);
@@ -315,6 +306,176 @@ fn breakout_kernel_on_bars_equals_the_cpu_engine_bit_for_bit() {
         multiprocessors: 1,
     };
     check_parity("breakout", &shards, &sets, &exec, narrow, cpu);
+}
+
+/// The shared-means kernel (each block computes each distinct mean of its lanes once per
+/// staged pass, lanes read them through `gt_shared`) on the whole W1 grid in the H200 shape.
+#[test]
+fn shared_means_kernel_equals_the_cpu_engine_bit_for_bit() {
+    let sets: Vec<ParamSet> = w1_grid().iter().collect();
+    let exec = ExecModel::default().with_commission_bps(1.0);
+    let cpu = |data: &ShardData| run_chunk::<SmaCrossoverShared>(data, &sets, &exec);
+    let trades: u64 = smoke_shards()
+        .iter()
+        .flat_map(&cpu)
+        .map(|c| c.unwrap().trades)
+        .sum();
+    assert!(trades > 1000, "the grid trades ({trades} trades)");
+    check_parity(
+        "sma_crossover_shared",
+        &smoke_shards(),
+        &sets,
+        &exec,
+        H200,
+        cpu,
+    );
+}
+
+/// Shared memory squeezed below what blocks of 128 lanes need for their means beside 32
+/// staged events: the launch narrows its blocks (fewer lanes, fewer distinct means each), and
+/// the kernel still equals the CPU engine.
+#[test]
+fn shared_means_kernel_with_narrowed_blocks_equals_the_cpu_engine() {
+    let sets: Vec<ParamSet> = w1_grid().iter().step_by(5).collect();
+    let entry = find_strategy("sma_crossover_shared").unwrap();
+    let code = (entry.gpu)().unwrap();
+    let lanes = Lanes::prepare(entry, &code, &sets).unwrap();
+    let all: Vec<usize> = (0..lanes.len()).collect();
+    let n_cols = Ticks::COLUMNS.len();
+    let wide = lanes.launch(&all, n_cols, 1, SHARED_BYTES).unwrap();
+    assert_eq!(wide.threads, 128);
+    let limit = 8 * (n_cols * (wide.lookback + 32) + wide.n_series * 33) - 8;
+    let narrow = lanes.launch(&all, n_cols, 1, limit).unwrap();
+    assert!(
+        narrow.threads < 128 && narrow.n_series < wide.n_series,
+        "{narrow:?}"
+    );
+    assert!(narrow.plan.shared_bytes <= limit && narrow.plan.stage >= 32);
+    let exec = ExecModel::default().with_commission_bps(1.0);
+    let launch = Launch {
+        shared_limit: limit,
+        multiprocessors: 1,
+    };
+    check_parity(
+        "sma_crossover_shared",
+        &smoke_shards(),
+        &sets,
+        &exec,
+        launch,
+        |data| run_chunk::<SmaCrossoverShared>(data, &sets, &exec),
+    );
+}
+
+/// How a launch lays out the W1 grid's shared means: lanes sorted so that a block of 32
+/// spans few slow windows, each block's table listing each of its means once, and each
+/// lane's slots pointing at entries that are its own windows.
+#[test]
+fn each_block_lists_its_lanes_means_once() {
+    let sets: Vec<ParamSet> = w1_grid().iter().collect();
+    let entry = find_strategy("sma_crossover_shared").unwrap();
+    let code = (entry.gpu)().unwrap();
+    let lanes = Lanes::prepare(entry, &code, &sets).unwrap();
+    let mut order: Vec<usize> = (0..lanes.len()).map(|l| lanes.set_of(l)).collect();
+    order.sort_unstable();
+    assert_eq!(order, (0..sets.len()).collect::<Vec<_>>(), "a permutation");
+    let all: Vec<usize> = (0..lanes.len()).collect();
+    let launch = lanes
+        .launch(
+            &all,
+            Ticks::COLUMNS.len(),
+            H200.multiprocessors,
+            SHARED_BYTES,
+        )
+        .unwrap();
+    assert_eq!((launch.blocks, launch.threads), (30, 32));
+    assert_eq!(
+        (launch.slot_at, launch.n_slots, launch.param_len),
+        (2, 2, 4)
+    );
+    // Per lane, 2 rolling sums; per block, each distinct window once: a block spans 2 or 3
+    // slow windows (the slot with more distinct windows leads the sort) and up to 20 fast.
+    assert!(
+        launch.n_series <= 23,
+        "{} means in the widest block of 32 lanes",
+        launch.n_series
+    );
+    assert_eq!(launch.table.len(), 30 * launch.n_series * 2);
+    for lane in 0..lanes.len() {
+        let set = &sets[lanes.set_of(lane)];
+        let p = &launch.params[lane * launch.param_len..][..launch.param_len];
+        let block = lane / 32;
+        for (slot, field) in ["fast", "slow"].into_iter().enumerate() {
+            let window = match set.get(field) {
+                Some(gridtest::ParamValue::Int(w)) => *w as f64,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(p[slot], window, "the strategy's parameters first");
+            let k = p[launch.slot_at + slot] as usize;
+            assert!(k < launch.n_series);
+            let entry = &launch.table[(block * launch.n_series + k) * 2..][..2];
+            assert_eq!(
+                entry,
+                [Ticks::MARK as f64, window],
+                "lane {lane} slot {slot}"
+            );
+        }
+    }
+    for block in launch.table.chunks(launch.n_series * 2) {
+        let mut used: Vec<(u64, u64)> = block
+            .chunks(2)
+            .filter(|e| e[1] > 0.0)
+            .map(|e| (e[0] as u64, e[1] as u64))
+            .collect();
+        let n = used.len();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used.len(), n, "a mean listed twice in one block");
+    }
+}
+
+/// Sets the device cannot run fail alone, as on the CPU engine (a constructor or `shared`
+/// that panics, a missing parameter); a series with no device form refuses the strategy,
+/// naming the series.
+#[test]
+fn what_the_device_cannot_run_is_named() {
+    use gridtest::ParamValue::Int;
+    let entry = find_strategy("sma_crossover_shared").unwrap();
+    let code = (entry.gpu)().unwrap();
+    let sets = vec![
+        ParamSet::new([("fast", Int(5)), ("slow", Int(20))]),
+        ParamSet::new([("fast", Int(0)), ("slow", Int(20))]),
+        ParamSet::new([("fast", Int(5))]),
+    ];
+    let lanes = Lanes::prepare(entry, &code, &sets).unwrap();
+    assert_eq!((lanes.len(), lanes.set_of(0)), (1, 0));
+    let data = smoke_shard("S000");
+    let cpu = run_chunk::<SmaCrossoverShared>(&data, &sets, &ExecModel::default());
+    let refused: Vec<(usize, gridtest::sweep::FailureKind)> =
+        lanes.refused().iter().map(|(i, f)| (*i, f.kind)).collect();
+    let on_cpu: Vec<(usize, gridtest::sweep::FailureKind)> = cpu
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.as_ref().err().map(|f| (i, f.kind)))
+        .collect();
+    assert_eq!(refused, on_cpu);
+    assert_eq!(refused.len(), 2);
+    assert!(
+        lanes.refused()[1].1.message.contains("slow"),
+        "names the field"
+    );
+
+    let momentum = find_strategy("momentum_shared").unwrap();
+    let sets = vec![ParamSet::new([
+        ("window", Int(50)),
+        ("threshold_bps", gridtest::ParamValue::Float(5.0)),
+    ])];
+    let momentum_code = (find_strategy("momentum").unwrap().gpu)().unwrap();
+    let err = Lanes::prepare(momentum, &momentum_code, &sets).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("momentum_shared") && text.contains("PriceChange"),
+        "{text}"
+    );
 }
 
 /// Parameters of every kind, to pin how `pack_numeric` lays them out for the device.
@@ -423,13 +584,15 @@ fn gpu_kernels_equal_the_cpu_engine() {
         gridtest_cuda::runner::GpuDevice::open(gpus[0].clone(), 512 << 20, 1 << 30).unwrap();
     let sets: Vec<ParamSet> = w1_grid().iter().collect();
     let exec = ExecModel::default().with_commission_bps(1.0);
-    let entry = find_strategy("sma_crossover").unwrap();
-    let code = (entry.gpu)().unwrap();
-    for symbol in ["S000", "S001"] {
-        let data = smoke_shard(symbol);
-        let gpu = device.run(entry, &code, &data, &sets, &exec).unwrap();
-        let cpu = run_chunk::<SmaCrossover>(&data, &sets, &exec);
-        assert_eq!(gpu, cpu, "GPU and CPU differ on {symbol}");
+    for name in ["sma_crossover", "sma_crossover_shared"] {
+        let entry = find_strategy(name).unwrap();
+        let code = (entry.gpu)().unwrap();
+        for symbol in ["S000", "S001"] {
+            let data = smoke_shard(symbol);
+            let gpu = device.run(entry, &code, &data, &sets, &exec).unwrap();
+            let cpu = run_chunk::<SmaCrossover>(&data, &sets, &exec);
+            assert_eq!(gpu, cpu, "{name}: GPU and CPU differ on {symbol}");
+        }
     }
 }
 
@@ -446,7 +609,12 @@ fn generated_kernels_compile_with_nvrtc() {
         );
         return;
     }
-    for name in ["sma_crossover", "momentum", "breakout"] {
+    for name in [
+        "sma_crossover",
+        "momentum",
+        "breakout",
+        "sma_crossover_shared",
+    ] {
         let code = (find_strategy(name).unwrap().gpu)().unwrap();
         let ptx = gridtest_cuda::runner::compile(name, &code).unwrap_or_else(|e| panic!("{e}"));
         let text = ptx.to_src();

@@ -8,6 +8,8 @@
 #      the squeeze (4 slots, a ~100 k-set grid, 8 MiB admissible beyond the reserve: launches
 #      must split, cells must still match, free memory sampled throughout must stay above the
 #      reserve);
+#   2b. the W1 benchmark on the shared-means kernel (sma_crossover_shared: each block computes
+#      each distinct mean once per staged pass): every cell vs CPU and the reference;
 #   3. the momentum grid (long/short, 1 000 sets) on W1;
 #   4. the breakout grid (long/short, 240 sets) on synthetic bars (4 × 100 000 bars): the
 #      kernel's bar path (fill at the open, mark at the close, intrabar moves).
@@ -64,11 +66,12 @@ run() {   # name, args...
 }
 run smoke --data tests/data/w1/smoke --reference tests/data/w1/smoke_reference.csv
 run w1 --data .device/w1/default --reference .device/w1/default_reference.csv --sweep --squeeze
+run w1_shared --data .device/w1/default --reference .device/w1/default_reference.csv --strategy sma_crossover_shared
 run momentum --data .device/w1/default --strategy momentum
 run breakout --strategy breakout
 
 echo "== summary"
-grep -h -E '^\||parity|squeeze|sweep path|reference|SKIPPED|Error|error|WARN' "$out"/smoke.txt "$out"/w1.txt "$out"/momentum.txt "$out"/breakout.txt
+grep -h -E '^\||parity|squeeze|sweep path|reference|SKIPPED|Error|error|WARN' "$out"/smoke.txt "$out"/w1.txt "$out"/w1_shared.txt "$out"/momentum.txt "$out"/breakout.txt
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,clocks_throttle_reasons.active --format=csv || true
 [ "$failed" = 0 ] && echo "DEVICE CHECK PASSED" || echo "DEVICE CHECK FAILED"
 exit "$failed"

@@ -23,6 +23,7 @@
 
 pub mod admission;
 pub mod device;
+pub mod launch;
 pub mod provider;
 pub mod runner;
 pub mod source;

@@ -13,18 +13,21 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::CompileOptions;
+use gridtest::GpuCode;
 use gridtest::data::ShardData;
 use gridtest::engine::{ExecModel, RawAccount};
 use gridtest::params::ParamSet;
 use gridtest::registry::StrategyEntry;
-use gridtest::strategy::Feed;
-use gridtest::sweep::{CellFailure, CellOutcome, FailureKind};
-use gridtest::{Bars, DataKind, GpuCode, Ticks};
+use gridtest::sweep::CellOutcome;
 use sha2::{Digest, Sha256};
 
-use crate::admission::{Admission, DeviceMemory, OutOfMemory, SplitError, run_split};
+use crate::admission::{Admission, OutOfMemory, SplitError, run_split};
 use crate::device::GpuInfo;
-use crate::source::{KERNEL_NAME, LaunchPlan, SHARED_BYTES, kernel_source};
+use crate::launch::{FeedLayout, Lanes};
+
+mod memory;
+use crate::source::{KERNEL_NAME, SHARED_BYTES, kernel_source};
+use memory::CudaMemory;
 
 /// How long a launch waits for memory held by other slots before splitting.
 const PATIENCE: Duration = Duration::from_millis(200);
@@ -49,13 +52,27 @@ pub enum GpuError {
     OutOfMemory(#[from] OutOfMemory),
     /// The lookback does not fit in shared memory.
     #[error(
-        "a lookback of {lookback} events over {n_cols} columns does not fit in {SHARED_BYTES} bytes of shared memory"
+        "a lookback of {lookback} events over {n_cols} columns, with {series} shared means per \
+         block of one warp, does not fit in {SHARED_BYTES} bytes of shared memory"
     )]
     Lookback {
         /// The largest lookback of the chunk.
         lookback: usize,
         /// Columns of the feed.
         n_cols: usize,
+        /// Distinct shared means in the widest block.
+        series: usize,
+    },
+    /// A parameter set declares a shared series that no device computes.
+    #[error(
+        "strategy `{strategy}` declares a shared series of type `{series}`: the GPU path \
+         computes only `SharedMean`s (run it on CPU scorers, or declare its means as SharedMean)"
+    )]
+    Series {
+        /// The strategy.
+        strategy: String,
+        /// The series' Rust type.
+        series: &'static str,
     },
 }
 
@@ -67,82 +84,6 @@ impl From<DriverError> for GpuError {
 
 fn is_oom(e: &DriverError) -> bool {
     e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY
-}
-
-/// Device memory as the driver reports it; allocations are real, ordered on one run's stream.
-struct CudaMemory<'a> {
-    device: &'a GpuDevice,
-    stream: &'a Arc<CudaStream>,
-}
-
-impl DeviceMemory for CudaMemory<'_> {
-    type Allocation = SettledBuffer;
-
-    fn free_bytes(&self) -> u64 {
-        self.device.free_bytes()
-    }
-
-    fn allocate(&self, bytes: u64) -> Result<SettledBuffer, OutOfMemory> {
-        let len = usize::try_from(bytes.div_ceil(8))
-            .unwrap_or(usize::MAX)
-            .max(1);
-        let oom = |_| OutOfMemory { needed: bytes };
-        self.stream.context().bind_to_thread().map_err(oom)?;
-        // SAFETY: the context is current on this thread; the pointer is owned by the returned
-        // buffer, which frees it exactly once (`SettledBuffer::drop`).
-        let ptr = unsafe { cudarc::driver::result::malloc_sync(len * 8) }.map_err(oom)?;
-        // SAFETY: `ptr` is a fresh allocation of `len` f64s in this stream's context.
-        let mut slice = unsafe { self.stream.upgrade_device_ptr::<f64>(ptr, len) };
-        let buffer = |slice| SettledBuffer {
-            slice: Some(slice),
-            stream: Arc::clone(self.stream),
-        };
-        if let Err(e) = self.stream.memset_zeros(&mut slice) {
-            drop(buffer(slice));
-            return Err(oom(e));
-        }
-        Ok(buffer(slice))
-    }
-}
-
-/// A launch's device buffer, allocated and freed synchronously (`cuMemAlloc` / `cuMemFree`),
-/// outside the stream-ordered pool.
-///
-/// cudarc allocates from the stream-ordered pool (`cuMemAllocAsync`) when the device has one.
-/// Two things made that pool wrong for admission, which reads the driver's free figure: a
-/// dropped slice is freed *asynchronously* (the pool keeps the memory until its stream next
-/// synchronises: on the H200 the squeeze, four slots with 8 MiB admissible, refused even a
-/// single lane), and the pool reserves device memory in chunks larger than the request (with
-/// 8 MiB admitted, free memory fell 24 MiB below the reserve). A synchronous allocation takes
-/// what was admitted, and is back with the driver when this is dropped.
-pub(crate) struct SettledBuffer {
-    slice: Option<CudaSlice<f64>>,
-    stream: Arc<CudaStream>,
-}
-
-impl SettledBuffer {
-    fn slice_mut(&mut self) -> &mut CudaSlice<f64> {
-        self.slice.as_mut().expect("present until drop")
-    }
-}
-
-impl Drop for SettledBuffer {
-    fn drop(&mut self) {
-        let Some(slice) = self.slice.take() else {
-            return;
-        };
-        let ptr = slice.leak();
-        let freed = self
-            .stream
-            .synchronize()
-            .and_then(|()| self.stream.context().bind_to_thread())
-            // SAFETY: `ptr` came from `malloc_sync` in `allocate`, its stream has finished
-            // every use of it, and it is freed once, here.
-            .and_then(|()| unsafe { cudarc::driver::result::free_sync(ptr) });
-        if let Err(e) = freed {
-            tracing::warn!(error = %e, "could not free a launch buffer");
-        }
-    }
 }
 
 /// A stream lent to one run, back to the device's pool on drop.
@@ -387,136 +328,132 @@ impl GpuDevice {
         exec: &ExecModel,
     ) -> Result<Vec<CellOutcome>, GpuError> {
         let mut outcomes: Vec<Option<CellOutcome>> = vec![None; sets.len()];
-        let mut lanes = Vec::new();
-        let mut packed = Vec::new();
-        let mut lookback = 1usize;
-        for (i, set) in sets.iter().enumerate() {
-            match ((code.pack)(set), (strategy.lookback)(set)) {
-                (Ok(p), Some(l)) => {
-                    lookback = lookback.max(l);
-                    lanes.push(i);
-                    packed.push(p);
-                }
-                (Err(e), _) => {
-                    outcomes[i] = Some(Err(CellFailure::new(FailureKind::Params, e.to_string())));
-                }
-                (Ok(_), None) => {
-                    outcomes[i] = Some(Err(CellFailure::new(
-                        FailureKind::Panic,
-                        format!("strategy refused [{set}] (its constructor panicked)"),
-                    )));
-                }
-            }
+        let lanes = Lanes::prepare(strategy, code, sets)?;
+        for (set, failure) in lanes.refused() {
+            outcomes[*set] = Some(Err(failure.clone()));
         }
-        let param_len = packed.first().map_or(0, Vec::len).max(1);
-        let (n_cols, fill, mark, intrabar) = match data.kind() {
-            DataKind::Ticks => (
-                Ticks::COLUMNS.len(),
-                Ticks::FILL,
-                Ticks::MARK,
-                Ticks::INTRABAR,
-            ),
-            DataKind::Bars => (Bars::COLUMNS.len(), Bars::FILL, Bars::MARK, Bars::INTRABAR),
-        };
-        let plan = LaunchPlan::new(n_cols, lookback, SHARED_BYTES)
-            .ok_or(GpuError::Lookback { lookback, n_cols })?;
         let function = self.kernel(strategy.name, code)?;
         let stream = self.lend_stream()?;
         let shard = self.shard(data, &stream)?;
-        let n = i64::try_from(data.n_rows()).unwrap_or(i64::MAX);
-        let memory = CudaMemory {
-            device: self,
+        let job = Job {
+            lanes: &lanes,
+            function: &function,
             stream: &stream,
+            shard: &shard,
+            n: i64::try_from(data.n_rows()).unwrap_or(i64::MAX),
+            feed: FeedLayout::of(data.kind()),
+            exec,
         };
         let lane_ids: Vec<usize> = (0..lanes.len()).collect();
-        let mut launch = |chunk: &[usize]| -> Result<Vec<RawAccount>, SplitError<GpuError>> {
-            let params: Vec<f64> = chunk
-                .iter()
-                .flat_map(|&l| {
-                    let mut p = packed[l].clone();
-                    p.resize(param_len, 0.0);
-                    p
-                })
-                .collect();
-            let out_len = chunk.len() * RawAccount::DEVICE_LEN;
-            let needed = ((params.len() + out_len) * 8) as u64;
-            let mut admitted = self
-                .admission
-                .admit(&memory, needed, PATIENCE)
-                .map_err(|oom| {
-                    self.splits.fetch_add(1, Ordering::Relaxed);
-                    SplitError::OutOfMemory(oom)
-                })?;
-            let buffer = admitted.allocation().slice_mut();
-            let (mut params_dev, mut out_dev) = buffer.split_at_mut(params.len());
-            let other = |e: DriverError| {
-                if is_oom(&e) {
-                    self.splits.fetch_add(1, Ordering::Relaxed);
-                    SplitError::OutOfMemory(OutOfMemory { needed })
-                } else {
-                    SplitError::Other(GpuError::from(e))
-                }
-            };
-            stream
-                .memcpy_htod(&params, &mut params_dev)
-                .map_err(other)?;
-            let n_lanes = i32::try_from(chunk.len()).unwrap_or(i32::MAX);
-            let (blocks, threads) = plan.shape(chunk.len(), self.multiprocessors);
-            let config = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: (threads, 1, 1),
-                shared_mem_bytes: u32::try_from(plan.shared_bytes).unwrap_or(u32::MAX),
-            };
-            let (n_cols_i, stage_i, lookback_i, param_len_i) = (
-                i32::try_from(n_cols).unwrap_or(0),
-                i32::try_from(plan.stage).unwrap_or(0),
-                i32::try_from(lookback).unwrap_or(0),
-                i32::try_from(param_len).unwrap_or(0),
-            );
-            let (cost, max_lev) = (exec.cost_rate(), exec.max_leverage);
-            let (fill_i, mark_i, intrabar_i) = (
-                i32::try_from(fill).unwrap_or(0),
-                i32::try_from(mark).unwrap_or(0),
-                i32::from(intrabar),
-            );
-            let mut builder = stream.launch_builder(&function);
-            builder
-                .arg(shard.as_ref())
-                .arg(&n)
-                .arg(&n_cols_i)
-                .arg(&stage_i)
-                .arg(&lookback_i)
-                .arg(&mut params_dev)
-                .arg(&param_len_i)
-                .arg(&n_lanes)
-                .arg(&cost)
-                .arg(&max_lev)
-                .arg(&fill_i)
-                .arg(&mark_i)
-                .arg(&intrabar_i)
-                .arg(&mut out_dev);
-            // SAFETY: the argument list matches `gt_run`'s signature in source.rs, every buffer
-            // is as long as the kernel reads (`n_cols × n` shard values, `n_lanes × param_len`
-            // parameters, `n_lanes × GT_OUT_LEN` results), and the shared memory requested is
-            // the `n_cols × (lookback + stage)` doubles the kernel stages.
-            unsafe { builder.launch(config) }.map_err(other)?;
-            self.launches.fetch_add(1, Ordering::Relaxed);
-            let mut out = vec![0.0f64; out_len];
-            stream.memcpy_dtoh(&out_dev, &mut out).map_err(other)?;
-            stream.synchronize().map_err(other)?;
-            Ok(out
-                .chunks(RawAccount::DEVICE_LEN)
-                .map(RawAccount::from_device)
-                .collect())
-        };
-        let raw = run_split(&lane_ids, &mut launch)?;
+        let raw = run_split(&lane_ids, &mut |chunk| self.launch(&job, chunk))?;
         let annual = exec.annualisation();
-        for (lane, account) in lanes.iter().zip(raw) {
-            outcomes[*lane] = Some(account.finish(data.n_rows(), data.n_days(), annual));
+        for (lane, account) in raw.into_iter().enumerate() {
+            let set = lanes.set_of(lane);
+            outcomes[set] = Some(account.finish(data.n_rows(), data.n_days(), annual));
         }
         Ok(outcomes
             .into_iter()
             .map(|o| o.expect("every set has an outcome"))
             .collect())
     }
+
+    /// Launches lanes `chunk` of `job` and reads their accounts back, or says why not (out of
+    /// memory: the caller splits the chunk).
+    fn launch(
+        &self,
+        job: &Job<'_>,
+        chunk: &[usize],
+    ) -> Result<Vec<RawAccount>, SplitError<GpuError>> {
+        let feed = job.feed;
+        let launch = job
+            .lanes
+            .launch(chunk, feed.n_cols, self.multiprocessors, SHARED_BYTES)
+            .map_err(SplitError::Other)?;
+        let (params, table) = (&launch.params, &launch.table);
+        let out_len = chunk.len() * RawAccount::DEVICE_LEN;
+        let needed = ((params.len() + table.len() + out_len) * 8) as u64;
+        let memory = CudaMemory {
+            device: self,
+            stream: job.stream,
+        };
+        let mut admitted = self
+            .admission
+            .admit(&memory, needed, PATIENCE)
+            .map_err(|oom| {
+                self.splits.fetch_add(1, Ordering::Relaxed);
+                SplitError::OutOfMemory(oom)
+            })?;
+        let buffer = admitted.allocation().slice_mut();
+        let (mut params_dev, mut rest) = buffer.split_at_mut(params.len());
+        let (mut table_dev, mut out_dev) = rest.split_at_mut(table.len());
+        let other = |e: DriverError| {
+            if is_oom(&e) {
+                self.splits.fetch_add(1, Ordering::Relaxed);
+                SplitError::OutOfMemory(OutOfMemory { needed })
+            } else {
+                SplitError::Other(GpuError::from(e))
+            }
+        };
+        let stream = job.stream;
+        stream.memcpy_htod(params, &mut params_dev).map_err(other)?;
+        stream.memcpy_htod(table, &mut table_dev).map_err(other)?;
+        let config = LaunchConfig {
+            grid_dim: (launch.blocks, 1, 1),
+            block_dim: (launch.threads, 1, 1),
+            shared_mem_bytes: u32::try_from(launch.plan.shared_bytes).unwrap_or(u32::MAX),
+        };
+        let int = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
+        let shape = [
+            int(feed.n_cols),
+            int(launch.plan.stage),
+            int(launch.lookback),
+        ];
+        let lanes = [int(launch.param_len), int(launch.n_lanes)];
+        let series = [
+            int(launch.n_series),
+            int(launch.slot_at),
+            int(launch.n_slots),
+        ];
+        let (cost, max_lev) = (job.exec.cost_rate(), job.exec.max_leverage);
+        let columns = [int(feed.fill), int(feed.mark), i32::from(feed.intrabar)];
+        let mut builder = stream.launch_builder(job.function);
+        builder.arg(job.shard.as_ref()).arg(&job.n);
+        builder.arg(&shape[0]).arg(&shape[1]).arg(&shape[2]);
+        builder.arg(&mut params_dev).arg(&lanes[0]).arg(&lanes[1]);
+        builder
+            .arg(&mut table_dev)
+            .arg(&series[0])
+            .arg(&series[1])
+            .arg(&series[2]);
+        builder.arg(&cost).arg(&max_lev);
+        builder.arg(&columns[0]).arg(&columns[1]).arg(&columns[2]);
+        builder.arg(&mut out_dev);
+        // SAFETY: the argument list matches `gt_run`'s signature in source.rs, every buffer
+        // is as long as the kernel reads (`n_cols × n` shard values, `n_lanes × param_len`
+        // parameters, `blocks × n_series × 2` table entries, `n_lanes × GT_OUT_LEN`
+        // results), every slot index a lane holds is below `n_series`, and the shared
+        // memory requested is the plan's, which counts the staged window, the means and
+        // their sums (`LaunchPlan::new`).
+        unsafe { builder.launch(config) }.map_err(other)?;
+        self.launches.fetch_add(1, Ordering::Relaxed);
+        let mut out = vec![0.0f64; out_len];
+        stream.memcpy_dtoh(&out_dev, &mut out).map_err(other)?;
+        stream.synchronize().map_err(other)?;
+        Ok(out
+            .chunks(RawAccount::DEVICE_LEN)
+            .map(RawAccount::from_device)
+            .collect())
+    }
+}
+
+/// One run's fixed parts: its lanes, the compiled kernel, the stream lent to it, the shard on
+/// the device and what the kernel needs of its feed.
+struct Job<'a> {
+    lanes: &'a Lanes,
+    function: &'a CudaFunction,
+    stream: &'a Arc<CudaStream>,
+    shard: &'a Arc<CudaSlice<f64>>,
+    n: i64,
+    feed: FeedLayout,
+    exec: &'a ExecModel,
 }

@@ -12,7 +12,10 @@
 
 use gridtest::GpuCode;
 use gridtest::engine::{RawAccount, TILE};
-use gridtest::strategy::MAX_COLUMNS;
+use gridtest::strategy::{MAX_COLUMNS, MAX_SHARED};
+
+mod host;
+pub use host::host_harness_source;
 
 /// Most threads per block.
 pub const MAX_BLOCK_THREADS: u32 = 128;
@@ -26,53 +29,62 @@ pub const SHARED_BYTES: usize = 48 * 1024;
 /// Name of the kernel in the generated module.
 pub const KERNEL_NAME: &str = "gt_run";
 
-/// How a chunk of parameter sets is launched: how many events each block stages into shared
-/// memory per pass, and the block shape. The runner launches with it and the host harness runs
-/// the kernel with it, so both share one computation.
+/// How much each block stages into shared memory per pass, and the shared memory that takes.
+/// The runner launches with it and the host harness runs the kernel with it, so both share
+/// one computation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchPlan {
     /// Events staged per pass (beside the lookback).
     pub stage: usize,
-    /// Dynamic shared memory per block: `n_cols × (lookback + stage)` doubles.
+    /// Dynamic shared memory per block: the staged window, `n_cols × (lookback + stage)`
+    /// doubles, then the block's shared means over the stage, `series × stage`, and their
+    /// running window sums, `series`.
     pub shared_bytes: usize,
 }
 
 impl LaunchPlan {
-    /// The plan for a feed of `n_cols` columns and a largest lookback of `lookback` events,
-    /// within `shared_limit` bytes of shared memory per block; `None` if the lookback does not
-    /// fit (see [`stage_len`]).
+    /// The plan for a feed of `n_cols` columns, a largest lookback of `lookback` events and
+    /// `series` shared means per block, within `shared_limit` bytes of shared memory per
+    /// block; `None` if they do not fit (see [`stage_len`]).
     ///
     /// ```
     /// use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES};
-    /// let plan = LaunchPlan::new(2, 1000, SHARED_BYTES).unwrap();
+    /// let plan = LaunchPlan::new(2, 1000, 0, SHARED_BYTES).unwrap();
     /// assert_eq!((plan.stage, plan.shared_bytes), (1024, 2 * 2024 * 8));
-    /// // The W1 grid (955 sets) on a 132-multiprocessor card: 30 blocks of one warp.
-    /// assert_eq!(plan.shape(955, 132), (30, 32));
-    /// // 100 000 sets: blocks of 128 threads.
-    /// assert_eq!(plan.shape(100_000, 132), (782, 128));
+    /// // With 22 shared means per block: fewer events per pass.
+    /// let plan = LaunchPlan::new(2, 1000, 22, SHARED_BYTES).unwrap();
+    /// assert_eq!((plan.stage, plan.shared_bytes), (171, (2 * 1171 + 22 * 172) * 8));
     /// ```
     #[must_use]
-    pub fn new(n_cols: usize, lookback: usize, shared_limit: usize) -> Option<Self> {
-        let stage = stage_len(n_cols, lookback, shared_limit)?;
+    pub fn new(n_cols: usize, lookback: usize, series: usize, shared_limit: usize) -> Option<Self> {
+        let stage = stage_len(n_cols, lookback, series, shared_limit)?;
         Some(Self {
             stage,
-            shared_bytes: n_cols.max(1) * (lookback + stage) * 8,
+            shared_bytes: 8 * (n_cols.max(1) * (lookback + stage) + series * (stage + 1)),
         })
     }
+}
 
-    /// `(blocks, threads per block)` for `n_lanes` parameter sets on a device with
-    /// `multiprocessors` multiprocessors: blocks of [`MAX_BLOCK_THREADS`], narrowed (down to one
-    /// warp) while that would leave multiprocessors idle. A thread runs one parameter set over
-    /// the whole shard, so few sets must be spread over many multiprocessors to keep them busy.
-    #[must_use]
-    pub fn shape(&self, n_lanes: usize, multiprocessors: u32) -> (u32, u32) {
-        let lanes = u32::try_from(n_lanes).unwrap_or(u32::MAX).max(1);
-        let mut threads = MAX_BLOCK_THREADS;
-        while threads > MIN_BLOCK_THREADS && lanes.div_ceil(threads) < multiprocessors {
-            threads /= 2;
-        }
-        (lanes.div_ceil(threads), threads)
+/// `(blocks, threads per block)` for `n_lanes` parameter sets on a device with
+/// `multiprocessors` multiprocessors: blocks of [`MAX_BLOCK_THREADS`], narrowed (down to one
+/// warp) while that would leave multiprocessors idle. A thread runs one parameter set over the
+/// whole shard, so few sets must be spread over many multiprocessors to keep them busy.
+///
+/// ```
+/// use gridtest_cuda::source::block_shape;
+/// // The W1 grid (955 sets) on a 132-multiprocessor card: 30 blocks of one warp.
+/// assert_eq!(block_shape(955, 132), (30, 32));
+/// // 100 000 sets: blocks of 128 threads.
+/// assert_eq!(block_shape(100_000, 132), (782, 128));
+/// ```
+#[must_use]
+pub fn block_shape(n_lanes: usize, multiprocessors: u32) -> (u32, u32) {
+    let lanes = u32::try_from(n_lanes).unwrap_or(u32::MAX).max(1);
+    let mut threads = MAX_BLOCK_THREADS;
+    while threads > MIN_BLOCK_THREADS && lanes.div_ceil(threads) < multiprocessors {
+        threads /= 2;
     }
+    (lanes.div_ceil(threads), threads)
 }
 
 /// The execution model (mirrors `gridtest::engine` account.rs line by line).
@@ -209,38 +221,78 @@ __device__ void gt_account_write(const GtAccount* a, double* out) {
 }
 "#;
 
-/// One lane over events `[base, base + len)` of a staged window: `win[c * span + lookback + j]`
-/// is column c at event `base + j` (and `j` down to `-lookback` reads history, 0 before the
-/// start). Mirrors `run_lane` of the CPU kernel, with moment tiles closed on multiples of
-/// `GT_TILE` events.
+/// What a strategy's device code calls besides its own functions.
+const STRATEGY_API: &str = r#"
+/// The lane's shared series `slot` (the order `Strategy::shared` declared them) at the current
+/// event: what `Cursor::shared(slot)` reads on the CPU.
+__device__ double gt_shared(const double* const* col, int slot) { return col[GT_MAX_COLS + slot][0]; }
+"#;
+
+/// The launch's constants, a lane over the events of one staged pass, and the block's shared
+/// means over that pass. A staged window holds `win[c * span + lookback + j]` = column c at
+/// event `base + j` (and `j` down to `-lookback` reads history, 0 before the start). Mirrors
+/// `run_lane` of the CPU engine, with moment tiles closed on multiples of `GT_TILE` events.
 const LANE: &str = r#"
+typedef struct {
+    long long n;
+    int n_cols, stage, lookback, span;
+    int n_series, slot_at, n_slots;
+    double cost, max_lev;
+    int fill_col, mark_col, intrabar;
+} GtLaunch;
+
 typedef struct {
     GtAccount acct;
     long long tile_start;
 } GtLane;
 
+/// Events `[base, base + len)` of the staged window `win` for one lane; `means` holds the
+/// block's shared means over the pass (series k at `means[k * stage + j]`), and the lane's
+/// slots are `p[slot_at + s]`, indices of the block's series.
 __device__ void gt_lane_events(GtLane* lane, double* state, const double* p, const double* win,
-                               int span, int lookback, int n_cols, long long base, int len,
-                               long long n, double cost, double max_lev, int fill_col,
-                               int mark_col, int intrabar) {
-    const double* col[GT_MAX_COLS];
+                               const double* means, const GtLaunch* l, long long base, int len) {
+    const double* col[GT_MAX_COLS + GT_MAX_SHARED];
     for (int j = 0; j < len; ++j) {
         long long t = base + j;
-        int at = lookback + j;
+        int at = l->lookback + j;
         if (t > 0) {
-            double fill = win[fill_col * span + at];
-            double g_fill = fill / win[mark_col * span + at - 1];
-            double g_hold = intrabar ? win[mark_col * span + at] / fill : 1.0;
-            gt_account_step(&lane->acct, g_fill, g_hold, cost, intrabar);
+            double fill = win[l->fill_col * l->span + at];
+            double g_fill = fill / win[l->mark_col * l->span + at - 1];
+            double g_hold = l->intrabar ? win[l->mark_col * l->span + at] / fill : 1.0;
+            gt_account_step(&lane->acct, g_fill, g_hold, l->cost, l->intrabar);
         }
-        for (int c = 0; c < n_cols; ++c) col[c] = win + c * span + at;
+        for (int c = 0; c < l->n_cols; ++c) col[c] = win + c * l->span + at;
+        for (int s = 0; s < l->n_slots; ++s) {
+            col[GT_MAX_COLS + s] = means + (int)p[l->slot_at + s] * l->stage + j;
+        }
         double target = gt_step(state, p, col, t);
-        gt_set_target(&lane->acct, target, t, max_lev);
-        if ((t + 1) % GT_TILE == 0 || t + 1 == n) {
+        gt_set_target(&lane->acct, target, t, l->max_lev);
+        if ((t + 1) % GT_TILE == 0 || t + 1 == l->n) {
             long long periods = (t + 1) - lane->tile_start - (lane->tile_start == 0 ? 1 : 0);
             gt_end_tile(&lane->acct, periods);
             lane->tile_start = t + 1;
         }
+    }
+}
+
+/// The block's shared means over the `len` events of a staged pass, one thread per series:
+/// series k averages column `table[2k]` over `table[2k + 1]` events (0: an unused entry); its
+/// window sum carries from pass to pass in `sums[k]`. The operations of `RollingMean` in its
+/// order (the sum plus the entering value less the leaving one, then divided by the window),
+/// so the means are the CPU's bit for bit.
+__device__ void gt_block_means(const double* table, const double* win, double* means,
+                               double* sums, const GtLaunch* l, int len) {
+    for (int k = threadIdx.x; k < l->n_series; k += blockDim.x) {
+        int w = (int)table[2 * k + 1];
+        if (w <= 0) continue;
+        const double* x = win + (int)table[2 * k] * l->span + l->lookback;
+        double divisor = (double)w;
+        double sum = sums[k];
+        for (int j = 0; j < len; ++j) {
+            sum += x[j] - x[j - w];
+            means[k * l->stage + j] = sum / divisor;
+        }
+        sums[k] = sum;
     }
 }
 "#;
@@ -248,10 +300,21 @@ __device__ void gt_lane_events(GtLane* lane, double* state, const double* p, con
 const KERNEL: &str = r#"
 extern "C" __global__ void gt_run(const double* __restrict__ cols, long long n, int n_cols,
                                   int stage, int lookback, const double* __restrict__ params,
-                                  int param_len, int n_lanes, double cost, double max_lev,
-                                  int fill_col, int mark_col, int intrabar,
+                                  int param_len, int n_lanes, const double* __restrict__ table,
+                                  int n_series, int slot_at, int n_slots, double cost,
+                                  double max_lev, int fill_col, int mark_col, int intrabar,
                                   double* __restrict__ out) {
     GT_SHARED_WINDOW(win);
+    GtLaunch l;
+    l.n = n; l.n_cols = n_cols; l.stage = stage; l.lookback = lookback;
+    l.span = lookback + stage;
+    l.n_series = n_series; l.slot_at = slot_at; l.n_slots = n_slots;
+    l.cost = cost; l.max_lev = max_lev;
+    l.fill_col = fill_col; l.mark_col = mark_col; l.intrabar = intrabar;
+    double* means = win + n_cols * l.span;
+    double* sums = means + n_series * stage;
+    const double* block_table = table + (long long)blockIdx.x * n_series * 2;
+    for (int k = threadIdx.x; k < n_series; k += blockDim.x) sums[k] = 0.0;
     int lane_id = blockIdx.x * blockDim.x + threadIdx.x;
     int active = lane_id < n_lanes;
     const double* p = params + (long long)(active ? lane_id : 0) * param_len;
@@ -261,109 +324,28 @@ extern "C" __global__ void gt_run(const double* __restrict__ cols, long long n, 
     gt_account_init(&lane.acct);
     lane.tile_start = 0;
     if (active) gt_init(state, p);
-    int span = lookback + stage;
     for (long long base = 0; base < n; base += stage) {
         int len = (int)(n - base < (long long)stage ? n - base : (long long)stage);
         __syncthreads();
-        for (int i = threadIdx.x; i < n_cols * span; i += blockDim.x) {
-            int c = i / span;
-            long long t = base - lookback + (i % span);
+        for (int i = threadIdx.x; i < n_cols * l.span; i += blockDim.x) {
+            int c = i / l.span;
+            long long t = base - lookback + (i % l.span);
             win[i] = (t >= 0 && t < n) ? cols[(long long)c * n + t] : 0.0;
         }
         __syncthreads();
-        if (active) {
-            gt_lane_events(&lane, state, p, win, span, lookback, n_cols, base, len, n, cost,
-                           max_lev, fill_col, mark_col, intrabar);
+        if (n_series > 0) {
+            gt_block_means(block_table, win, means, sums, &l, len);
+            __syncthreads();
         }
+        if (active) gt_lane_events(&lane, state, p, win, means, &l, base, len);
     }
     if (active) gt_account_write(&lane.acct, out + (long long)lane_id * GT_OUT_LEN);
 }
 "#;
 
-/// CUDA's execution model on the host, for the kernel text: one OS thread per CUDA thread,
-/// blocks one after another, `__syncthreads()` a barrier of the block's threads, and the block's
-/// dynamic shared memory a fresh heap buffer of exactly the launch's size (so an address
-/// sanitizer catches any access beyond it), filled with NaN (so reading a value never staged
-/// shows in the results).
-const HOST_CUDA: &str = r#"
-#include <barrier>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <limits>
-#include <thread>
-#include <vector>
-using std::fabs; using std::fmax; using std::fmin;
-#define __device__ static
-#define __global__
-struct GtDim3 { unsigned x, y, z; };
-static thread_local GtDim3 threadIdx;
-static GtDim3 blockIdx, blockDim, gridDim;
-static std::barrier<>* gt_block_barrier;
-static double* gt_block_shared;
-#define __syncthreads() gt_block_barrier->arrive_and_wait()
-#define GT_SHARED_WINDOW(name) double* name = gt_block_shared
-"#;
-
-const HOST_DRIVER: &str = r#"
-static std::vector<double> read_all(const char* path) {
-    std::vector<double> v;
-    FILE* f = std::fopen(path, "rb");
-    if (!f) { std::perror(path); std::exit(2); }
-    double x;
-    while (std::fread(&x, sizeof x, 1, f) == 1) v.push_back(x);
-    std::fclose(f);
-    v.shrink_to_fit();
-    return v;
-}
-
-// argv: cols.bin params.bin out.bin n n_cols stage lookback param_len n_lanes cost max_lev
-//       fill_col mark_col intrabar blocks threads_per_block shared_bytes
-int main(int argc, char** argv) {
-    if (argc != 18) { std::fprintf(stderr, "usage: see source\n"); return 2; }
-    std::vector<double> cols = read_all(argv[1]);
-    std::vector<double> params = read_all(argv[2]);
-    long long n = std::atoll(argv[4]);
-    int n_cols = std::atoi(argv[5]), stage = std::atoi(argv[6]), lookback = std::atoi(argv[7]);
-    int param_len = std::atoi(argv[8]), n_lanes = std::atoi(argv[9]);
-    double cost = std::strtod(argv[10], 0), max_lev = std::strtod(argv[11], 0);
-    int fill_col = std::atoi(argv[12]), mark_col = std::atoi(argv[13]), intrabar = std::atoi(argv[14]);
-    unsigned blocks = (unsigned)std::atoi(argv[15]), threads = (unsigned)std::atoi(argv[16]);
-    size_t shared_bytes = (size_t)std::atoll(argv[17]);
-    if ((long long)cols.size() != n * n_cols || (long long)params.size() != (long long)n_lanes * param_len) {
-        std::fprintf(stderr, "inputs do not match n, n_cols, n_lanes, param_len\n");
-        return 2;
-    }
-    std::vector<double> out((size_t)n_lanes * GT_OUT_LEN, std::numeric_limits<double>::quiet_NaN());
-    gridDim = GtDim3{blocks, 1, 1};
-    blockDim = GtDim3{threads, 1, 1};
-    for (unsigned b = 0; b < blocks; ++b) {
-        blockIdx = GtDim3{b, 0, 0};
-        std::vector<double> shared(shared_bytes / sizeof(double), std::numeric_limits<double>::quiet_NaN());
-        gt_block_shared = shared.data();
-        std::barrier<> barrier((std::ptrdiff_t)threads);
-        gt_block_barrier = &barrier;
-        std::vector<std::thread> team;
-        for (unsigned t = 0; t < threads; ++t) {
-            team.emplace_back([&, t] {
-                threadIdx = GtDim3{t, 0, 0};
-                gt_run(cols.data(), n, n_cols, stage, lookback, params.data(), param_len, n_lanes,
-                       cost, max_lev, fill_col, mark_col, intrabar, out.data());
-            });
-        }
-        for (std::thread& t : team) t.join();
-    }
-    FILE* f = std::fopen(argv[3], "wb");
-    if (!f) { std::perror(argv[3]); return 2; }
-    std::fwrite(out.data(), sizeof(double), out.size(), f);
-    std::fclose(f);
-    return 0;
-}
-"#;
-
 fn defines(code: &GpuCode) -> String {
     format!(
-        "#define GT_TILE {TILE}LL\n#define GT_STATE_LEN {}\n#define GT_OUT_LEN {}\n#define GT_MAX_COLS {MAX_COLUMNS}\n",
+        "#define GT_TILE {TILE}LL\n#define GT_STATE_LEN {}\n#define GT_OUT_LEN {}\n#define GT_MAX_COLS {MAX_COLUMNS}\n#define GT_MAX_SHARED {MAX_SHARED}\n",
         code.state_len.max(1),
         RawAccount::DEVICE_LEN,
     )
@@ -379,6 +361,7 @@ pub fn kernel_source(code: &GpuCode) -> String {
         DEVICE_WINDOW,
         defines(code).as_str(),
         ACCOUNT,
+        STRATEGY_API,
         code.source,
         LANE,
         KERNEL,
@@ -386,31 +369,20 @@ pub fn kernel_source(code: &GpuCode) -> String {
     .concat()
 }
 
-/// The same kernel as a host C++20 program (compile with `-std=c++20 -pthread
-/// -ffp-contract=off`) that runs it under an emulation of CUDA's execution model (see the
-/// module documentation), reading and writing raw `f64` files; see the argument list in its
-/// `main`.
+/// Events staged per block pass so that the window, `n_cols × (lookback + stage)` doubles,
+/// and `series` shared means over the stage with their sums, `series × (stage + 1)` doubles,
+/// fit in `shared_bytes` (at least 32 events, at most 1 024); `None` if even 32 do not fit.
 #[must_use]
-pub fn host_harness_source(code: &GpuCode) -> String {
-    [
-        HOST_CUDA,
-        defines(code).as_str(),
-        ACCOUNT,
-        code.source,
-        LANE,
-        KERNEL,
-        HOST_DRIVER,
-    ]
-    .concat()
-}
-
-/// Events staged per block pass so that `n_cols × (lookback + stage)` doubles fit in
-/// `shared_bytes` (at least 32); `None` if even that does not fit.
-#[must_use]
-pub fn stage_len(n_cols: usize, lookback: usize, shared_bytes: usize) -> Option<usize> {
-    let per_event = 8 * n_cols.max(1);
-    let capacity = shared_bytes / per_event;
-    let stage = capacity.checked_sub(lookback)?;
+pub fn stage_len(
+    n_cols: usize,
+    lookback: usize,
+    series: usize,
+    shared_bytes: usize,
+) -> Option<usize> {
+    let cols = n_cols.max(1);
+    let fixed = 8 * (cols * lookback + series);
+    let per_event = 8 * (cols + series);
+    let stage = shared_bytes.checked_sub(fixed)? / per_event;
     (stage >= 32).then_some(stage.min(1024))
 }
 
@@ -432,10 +404,13 @@ mod tests {
         assert!(src.contains("#define GT_TILE 2048LL"));
         assert!(src.contains("#define GT_STATE_LEN 3"));
         assert!(src.contains("#define GT_OUT_LEN 17"));
+        assert!(src.contains("#define GT_MAX_SHARED 8"));
+        let api = src.find("double gt_shared(").unwrap();
         assert!(src.contains("extern \"C\" __global__ void gt_run"));
         let init = src.find("gt_init(double* s").unwrap();
         let lane = src.find("gt_lane_events").unwrap();
         assert!(init < lane, "the strategy comes before its caller");
+        assert!(api < init, "what the strategy calls comes before it");
         assert!(src.contains("GT_SHARED_WINDOW(name) extern __shared__"));
         let host = host_harness_source(&code());
         assert!(host.contains("int main(int argc"));
@@ -448,36 +423,57 @@ mod tests {
 
     #[test]
     fn the_stage_fits_shared_memory() {
-        assert_eq!(stage_len(2, 1000, 48 * 1024), Some(1024));
-        assert_eq!(stage_len(5, 1000, 48 * 1024), Some(228));
-        assert_eq!(stage_len(5, 1200, 48 * 1024), None);
+        assert_eq!(stage_len(2, 1000, 0, 48 * 1024), Some(1024));
+        assert_eq!(stage_len(5, 1000, 0, 48 * 1024), Some(228));
+        assert_eq!(stage_len(5, 1200, 0, 48 * 1024), None);
+        // Shared means take a double per staged event each, and one for their sum.
+        assert_eq!(stage_len(2, 1000, 22, 48 * 1024), Some(171));
+        assert_eq!(stage_len(2, 1000, 100, 48 * 1024), Some(39));
+        assert_eq!(stage_len(2, 1000, 200, 48 * 1024), None);
     }
 
     #[test]
-    fn the_launch_plan_covers_every_lane_within_shared_memory() {
+    fn the_launch_plan_fits_shared_memory() {
         for (n_cols, lookback) in [(2, 1), (2, 1000), (5, 500), (5, 1000)] {
-            let plan = LaunchPlan::new(n_cols, lookback, SHARED_BYTES).unwrap();
-            assert!(plan.shared_bytes <= SHARED_BYTES);
-            assert_eq!(plan.shared_bytes, n_cols * (lookback + plan.stage) * 8);
-            for multiprocessors in [1, 16, 132] {
-                for lanes in [0usize, 1, 31, 32, 127, 128, 129, 955, 1000, 100_000] {
-                    let (blocks, threads) = plan.shape(lanes, multiprocessors);
-                    let (blocks, threads) = (blocks as usize, threads as usize);
-                    assert!(threads % 32 == 0 && (32..=128).contains(&threads));
-                    assert!(blocks * threads >= lanes && blocks >= 1);
+            for series in [0, 1, 16, 40] {
+                let Some(plan) = LaunchPlan::new(n_cols, lookback, series, SHARED_BYTES) else {
+                    assert!(8 * (n_cols * (lookback + 32) + series * 33) > SHARED_BYTES);
+                    continue;
+                };
+                assert!(plan.shared_bytes <= SHARED_BYTES);
+                assert_eq!(
+                    plan.shared_bytes,
+                    8 * (n_cols * (lookback + plan.stage) + series * (plan.stage + 1))
+                );
+                let more = 8 * (n_cols * (lookback + plan.stage + 1) + series * (plan.stage + 2));
+                assert!(
+                    plan.stage == 1024 || more > SHARED_BYTES,
+                    "the largest stage"
+                );
+            }
+        }
+        assert_eq!(LaunchPlan::new(5, 1200, 0, SHARED_BYTES), None);
+    }
+
+    #[test]
+    fn the_block_shape_covers_every_lane() {
+        for multiprocessors in [1, 16, 132] {
+            for lanes in [0usize, 1, 31, 32, 127, 128, 129, 955, 1000, 100_000] {
+                let (blocks, threads) = block_shape(lanes, multiprocessors);
+                let (blocks, threads) = (blocks as usize, threads as usize);
+                assert!(threads % 32 == 0 && (32..=128).contains(&threads));
+                assert!(blocks * threads >= lanes && blocks >= 1);
+                assert!(
+                    lanes == 0 || (blocks - 1) * threads < lanes,
+                    "no idle block"
+                );
+                if threads > 32 {
                     assert!(
-                        lanes == 0 || (blocks - 1) * threads < lanes,
-                        "no idle block"
+                        blocks * 2 > multiprocessors as usize,
+                        "narrower would spread"
                     );
-                    if threads > 32 {
-                        assert!(
-                            blocks * 2 > multiprocessors as usize,
-                            "narrower would spread"
-                        );
-                    }
                 }
             }
         }
-        assert_eq!(LaunchPlan::new(5, 1200, SHARED_BYTES), None);
     }
 }

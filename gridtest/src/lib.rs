@@ -110,8 +110,8 @@ pub use params::{
 };
 pub use run::{RunArgs, SweepReport, exit_status, run};
 pub use strategy::{
-    Bars, Cursor, DataKind, Feed, GpuCode, MAX_SHARED, RegisteredStrategy, Series, SharedMean,
-    SharedSeries, Slice, Strategy, Ticks, Tile, pack_numeric,
+    Bars, Cursor, DataKind, Feed, GpuCode, MAX_SHARED, MeanKey, RegisteredStrategy, Series,
+    SharedMean, SharedSeries, Slice, Strategy, Ticks, Tile, pack_numeric,
 };
 pub use sweep::{CellFailure, CellKey, CellOutcome, Leaderboard, Sweep, SweepResults};
 

@@ -11,7 +11,7 @@ use linkme::distributed_slice;
 use crate::data::{DataError, FeedBatch, ShardData};
 use crate::engine::{self, CellOutcome, CellTrace, DayReturns, ExecModel};
 use crate::params::{ParamField, ParamSet, Params};
-use crate::strategy::{DataKind, Feed, RegisteredStrategy, Strategy};
+use crate::strategy::{DataKind, Feed, MeanKey, RegisteredStrategy, SharedSeries, Strategy};
 
 /// Runs a chunk of parameter sets over a loaded shard with a concrete strategy type, returning
 /// one outcome per set, in order.
@@ -75,6 +75,23 @@ pub struct StrategyEntry {
     /// Builds the CPU strategy for a parameter set and returns its lookback (the GPU path needs
     /// it); `None` if the set does not fit.
     pub lookback: fn(&ParamSet) -> Option<usize>,
+    /// The shared series a parameter set declares, as a device computes them (the GPU path
+    /// needs them).
+    pub device_series: fn(&ParamSet) -> DeviceSeries,
+}
+
+/// The shared series ([`Strategy::shared`]) one parameter set declares, as a device sees them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceSeries {
+    /// Rolling means ([`SharedMean`](crate::SharedMean)), slot by slot; empty when the set
+    /// declares none.
+    Means(Vec<MeanKey>),
+    /// A declared series that is not a [`SharedMean`](crate::SharedMean): no device computes
+    /// it (its Rust type).
+    Unsupported(&'static str),
+    /// The set does not fit the strategy's parameters, or `shared` panicked (the CPU engine
+    /// fails the cell the same way).
+    Refused,
 }
 
 impl std::fmt::Debug for StrategyEntry {
@@ -107,6 +124,7 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         trace: engine::trace_cell::<S>,
         gpu: gpu_code_of::<S>,
         lookback: lookback_of::<S>,
+        device_series: device_series_of::<S>,
     }
 }
 
@@ -123,6 +141,22 @@ fn gpu_code_of<S: Strategy>() -> Option<super::GpuCode> {
 fn lookback_of<S: Strategy>(set: &ParamSet) -> Option<usize> {
     let params = <S::Params as Params>::from_param_set(set).ok()?;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| S::new(&params).lookback())).ok()
+}
+
+fn device_series_of<S: Strategy>(set: &ParamSet) -> DeviceSeries {
+    let Ok(params) = <S::Params as Params>::from_param_set(set) else {
+        return DeviceSeries::Refused;
+    };
+    let declared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut series = SharedSeries::<S::Feed>::default();
+        S::shared(&params, &mut series);
+        series
+    }));
+    match declared.map(|series| series.mean_keys()) {
+        Ok(Ok(keys)) => DeviceSeries::Means(keys),
+        Ok(Err(type_name)) => DeviceSeries::Unsupported(type_name),
+        Err(_) => DeviceSeries::Refused,
+    }
 }
 
 /// Every registered strategy, in link order.

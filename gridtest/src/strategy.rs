@@ -19,7 +19,7 @@ mod slice;
 
 pub use cursor::Cursor;
 pub(crate) use shared::AnySeries;
-pub use shared::{MAX_SHARED, Series, SharedMean, SharedSeries, Tile};
+pub use shared::{MAX_SHARED, MeanKey, Series, SharedMean, SharedSeries, Tile};
 pub(crate) use slice::Quotes;
 pub use slice::Slice;
 
@@ -287,7 +287,13 @@ pub trait Strategy: Send + Sized + 'static {
 /// ```
 ///
 /// `params` holds the lane's parameters as produced by `pack` (by default [`pack_numeric`]:
-/// the `Params` fields in declaration order, ints and bools as doubles). The device code must
+/// the `Params` fields in declaration order, ints and bools as doubles).
+///
+/// A strategy that declares shared means ([`Strategy::shared`] with [`SharedMean`]s) reads
+/// them as on the CPU: `gt_shared(col, slot)` is `Cursor::shared(slot)`, the lane's series
+/// `slot` at the current event. Each block computes each distinct mean of its lanes once per
+/// staged stretch of events, bit-identical to the CPU's; other [`Series`] types have no
+/// device form (the GPU path refuses the strategy, naming the series). The device code must
 /// compute exactly what `on_data` computes: gridtest compiles it without FMA contraction, so
 /// the same IEEE operations in the same order give the same bits.
 #[derive(Clone, Copy, Debug)]

@@ -164,6 +164,20 @@ impl<F: Feed> SharedSeries<F> {
     pub(crate) fn into_series(self) -> Vec<Box<dyn AnySeries<F>>> {
         self.declared
     }
+
+    /// The declared series as [`MeanKey`]s, slot by slot; `Err` with the type name of the
+    /// first that is not a [`SharedMean`].
+    pub(crate) fn mean_keys(&self) -> Result<Vec<MeanKey>, &'static str> {
+        self.declared
+            .iter()
+            .map(|s| {
+                s.as_any()
+                    .downcast_ref::<SharedMean>()
+                    .map(SharedMean::key_in::<F>)
+                    .ok_or_else(|| s.type_name())
+            })
+            .collect()
+    }
 }
 
 /// A [`Series`] behind a pointer: what the engine holds, one per distinct series (called once
@@ -270,6 +284,25 @@ impl SharedMean {
     pub(crate) fn rolling(&self) -> &RollingMean {
         &self.mean
     }
+
+    /// What identifies it on feed `F`: the column it averages and its window.
+    pub(crate) fn key_in<F: Feed>(&self) -> MeanKey {
+        MeanKey {
+            column: self.column_in::<F>(),
+            window: self.mean.window(),
+        }
+    }
+}
+
+/// A [`SharedMean`] as a device computes it: the feed column it averages ([`Feed::COLUMNS`]
+/// order, `price` resolved to the feed's mark column) and its window. Two lanes declaring equal
+/// keys read the same series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MeanKey {
+    /// The column averaged.
+    pub column: usize,
+    /// Events in the window.
+    pub window: usize,
 }
 
 impl<F: Feed> Series<F> for SharedMean {
