@@ -275,24 +275,31 @@ __device__ void gt_lane_events(GtLane* lane, double* state, const double* p, con
     }
 }
 
-/// The block's shared means over the `len` events of a staged pass, one thread per series:
-/// series k averages column `table[2k]` over `table[2k + 1]` events (0: an unused entry); its
-/// window sum carries from pass to pass in `sums[k]`. The operations of `RollingMean` in its
-/// order (the sum plus the entering value less the leaving one, then divided by the window),
-/// so the means are the CPU's bit for bit.
+/// The block's shared means over the `len` events of a staged pass: series k averages column
+/// `table[2k]` over `table[2k + 1]` events (0: an unused entry). First one thread per series
+/// slides its window sum over the pass (the sum carries from pass to pass in `sums[k]`) and
+/// stores the sums; then every thread of the block divides some of them by their window. The
+/// operations of `RollingMean` in its order (the sum plus the entering value less the leaving
+/// one, then divided by the window), so the means are the CPU's bit for bit; only the
+/// dependent adds run one series per thread, the divisions are spread over the whole block.
 __device__ void gt_block_means(const double* table, const double* win, double* means,
                                double* sums, const GtLaunch* l, int len) {
     for (int k = threadIdx.x; k < l->n_series; k += blockDim.x) {
         int w = (int)table[2 * k + 1];
         if (w <= 0) continue;
         const double* x = win + (int)table[2 * k] * l->span + l->lookback;
-        double divisor = (double)w;
         double sum = sums[k];
         for (int j = 0; j < len; ++j) {
             sum += x[j] - x[j - w];
-            means[k * l->stage + j] = sum / divisor;
+            means[k * l->stage + j] = sum;
         }
         sums[k] = sum;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < l->n_series * len; i += blockDim.x) {
+        int k = i / len;
+        int w = (int)table[2 * k + 1];
+        if (w > 0) means[k * l->stage + i % len] /= (double)w;
     }
 }
 "#;
