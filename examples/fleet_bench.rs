@@ -19,6 +19,13 @@
 //!   put its units back in the queue (its `node_lost` status events), and the sweep still ends
 //!   with every cell (the frozen workers are then killed).
 //!
+//! The head's share of the lease latency is printed beside it: from the scorer's send to the
+//! supervisor's handling (the session, the network and the supervisor's mailbox), by the one
+//! clock of this machine; and the supervisor's own queue, timed by probes it sends itself
+//! every 20 ms (one clock, no worker in it). `--idle-workers` runs the workers at idle
+//! priority, so that the head is scheduled as on a core of its own while a thousand workers
+//! share what it leaves.
+//!
 //! For each sweep, the head's CPU (user + system time of this process over the sweep's wall
 //! time) and, at the end, its peak resident memory (VmHWM).
 
@@ -91,6 +98,12 @@ struct Cli {
     /// One-second units per node in the third sweep (it must outlast the node timeout, 5 s).
     #[arg(long, default_value_t = 12)]
     loss_per_node: u32,
+    /// Run the workers at idle priority (`chrt --idle 0`: Linux's `SCHED_IDLE`, CPU only
+    /// when nothing else wants it), so that on a machine shared with a thousand workers the
+    /// head is scheduled whenever it is ready, as on a core of its own. (`nice 19` is not
+    /// enough: a thousand runnable threads at weight 15 still outweigh one at 1 024.)
+    #[arg(long)]
+    idle_workers: bool,
 }
 
 const DATA: &str = "data/fleet-bench";
@@ -107,13 +120,23 @@ fn sweep(strategy: &str, units: u64) -> anyhow::Result<Sweep> {
 
 /// Starts `n` workers that dial each sweep's head (one port per sweep: a head's port is not
 /// free again at once).
-fn spawn_workers(n: usize, ports: &[u16]) -> anyhow::Result<Vec<Child>> {
+fn spawn_workers(n: usize, ports: &[u16], idle: bool) -> anyhow::Result<Vec<Child>> {
     let exe = std::env::current_exe()?;
     let seeds: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let seeds = seeds.join(",");
+    let command = || {
+        if idle {
+            // `chrt` execs the worker: the child's pid is the worker's (the loss sweep stops it).
+            let mut c = Command::new("chrt");
+            c.args(["--idle", "0"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        }
+    };
     (0..n)
         .map(|i| {
-            Ok(Command::new(&exe)
+            Ok(command()
                 .args(["--role", "worker", "--seeds", &seeds])
                 .args([
                     "--cookie",
@@ -130,6 +153,25 @@ fn spawn_workers(n: usize, ports: &[u16]) -> anyhow::Result<Vec<Child>> {
                 .spawn()?)
         })
         .collect()
+}
+
+/// The head's share of the lease latency: request sent (scorer's clock) to handled by the
+/// supervisor (the head's; one machine, one clock).
+fn print_arrival(phase: &str, fleet: &gridtest::progress::FleetSnapshot) {
+    let ms = |h: &gridtest::progress::LatencyHistogram, q: f64| {
+        h.quantile(q).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+    };
+    let (arrival, queue) = (&fleet.lease_arrival, &fleet.supervisor_queue);
+    println!(
+        "{phase} lease requests, sent to handled by the supervisor: p50 ≤ {:.2} ms, p99 ≤ {:.2} ms \
+         ({} requests); the supervisor's queue: p50 ≤ {:.2} ms, p99 ≤ {:.2} ms ({} probes)",
+        ms(arrival, 0.5),
+        ms(arrival, 0.99),
+        arrival.count(),
+        ms(queue, 0.5),
+        ms(queue, 0.99),
+        queue.count()
+    );
 }
 
 /// `n` ports free now and below the kernel's ephemeral range, so that none of the thousands of
@@ -255,7 +297,7 @@ fn main() -> anyhow::Result<()> {
     let ports = free_ports(3)?;
     let n = cli.nodes;
     let started = Instant::now();
-    let mut workers = spawn_workers(n, &ports)?;
+    let mut workers = spawn_workers(n, &ports, cli.idle_workers)?;
     println!(
         "{n} worker processes started in {:.1}s",
         started.elapsed().as_secs_f64()
@@ -305,6 +347,7 @@ fn phases(
         latency.count(),
         cpu_share(&a) * 100.0
     );
+    print_arrival("(a)", &a.opts.progress.fleet());
 
     // (b) One-second units.
     let units = n as u64 * u64::from(cli.slow_per_node);
@@ -323,6 +366,7 @@ fn phases(
         overhead * 100.0,
         cpu_share(&b) * 100.0
     );
+    print_arrival("(b)", &b.opts.progress.fleet());
 
     // (c) Loss of `lose` nodes at once.
     let units = n as u64 * u64::from(cli.loss_per_node);

@@ -1270,6 +1270,22 @@ fn probes_follow_each_role_and_the_heads_metrics_follow_the_sweep() {
                 &[("quantile", "0.5")],
             );
             assert!(p50 > 0.0 && p50 <= p99 && p99 < 60.0, "{p50} {p99}");
+            // The head's share of it, measured at the head from the requests' send stamps
+            // (one machine, one clock): within the whole.
+            let arrival = sample(
+                &page,
+                "gridtest_lease_arrival_seconds",
+                &[("quantile", "0.5")],
+            );
+            assert!(arrival > 0.0 && arrival <= p99, "{arrival} {p99}");
+            // The supervisor's own queue, timed by its probes every 20 ms: a few
+            // milliseconds at most on an idle two-node head.
+            let queue = sample(
+                &page,
+                "gridtest_supervisor_queue_seconds",
+                &[("quantile", "0.5")],
+            );
+            assert!(queue > 0.0 && queue < 1.0, "{queue}");
             let slowest = sample(&page, "gridtest_ledger_flush_seconds", &[("stat", "max")]);
             assert!(slowest > 0.0 && slowest < 30.0, "{slowest}");
             let failed = sample(&page, "gridtest_ledger_flushes", &[("outcome", "failed")]);

@@ -55,6 +55,13 @@ pub struct FleetSnapshot {
     /// How long scorers waited for their leases, merged over the nodes (as of their latest
     /// heartbeat).
     pub lease_latency: LatencyHistogram,
+    /// The head's share of it: how long lease requests took from the scorer's send to the
+    /// supervisor's handling (network, session and mailbox), by the two machines' wall clocks,
+    /// so meaningful only where they agree (one machine).
+    pub lease_arrival: LatencyHistogram,
+    /// How long a message waits in the supervisor's mailbox before it is handled (timed by
+    /// probes it sends itself every 20 ms): the head's own queue, one clock.
+    pub supervisor_queue: LatencyHistogram,
 }
 
 /// One node in a [`FleetSnapshot`].

@@ -83,6 +83,34 @@ pub struct LeaseRequest {
     /// The sweep whose context the scorer already holds: a lease of that sweep comes without it.
     #[serde(default)]
     pub holds_context: Option<crate::sweep::SweepId>,
+    /// When the scorer sent it, microseconds since the Unix epoch by the scorer's clock (0:
+    /// not stamped). The head's arrival latency is measured from it, which means something
+    /// only where the two clocks agree (one machine: the fleet benchmark).
+    #[serde(default)]
+    pub sent_unix_us: u64,
+}
+
+impl LeaseRequest {
+    /// Stamps the request as sent now.
+    pub fn stamp(&mut self) {
+        self.sent_unix_us = unix_us();
+    }
+
+    /// How long ago it was sent, by this machine's clock (`None` if not stamped, or stamped
+    /// ahead of this clock).
+    #[must_use]
+    pub fn in_flight(&self) -> Option<std::time::Duration> {
+        let sent = (self.sent_unix_us > 0).then_some(self.sent_unix_us)?;
+        unix_us()
+            .checked_sub(sent)
+            .map(std::time::Duration::from_micros)
+    }
+}
+
+fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// A unit leased to a scorer.
@@ -161,6 +189,8 @@ pub enum SupervisorMsg {
     ReleaseNode(String),
     /// Timer (local).
     Tick,
+    /// Timer (local): ping the next slice of node agents.
+    PingSlice,
     /// A node agent (actor id as seen here) answered a heartbeat (local, from a ping task).
     Alive(String, Wire<NodeStatus>),
     /// A node's session dropped (local, from node events).
@@ -175,6 +205,10 @@ pub enum SupervisorMsg {
     /// Stop the sweep now (local, from the run's cancellation token): no more leases, the
     /// ledger flushed, the outcome sent as cancelled. The reason is logged.
     Cancel(String),
+    /// Times the supervisor's own queue (local timer): sent stamped with this process's
+    /// monotonic clock in microseconds; handled, the difference is how long a message waited
+    /// in the mailbox behind the others.
+    Probe(u64),
 }
 
 /// A sweep submitted to a running head: its description (everything but the strategy's code,

@@ -49,6 +49,19 @@ const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
 /// Below this fraction of the median per-scorer speed, a node is flagged as slow.
 const SLOW_FRACTION: f64 = 0.5;
 
+/// The node agents are pinged in this many slices, one slice per tenth of the tick period.
+const PING_SLICES: u64 = 10;
+
+/// How often the supervisor times its own queue ([`SupervisorMsg::Probe`]).
+const PROBE_PERIOD: Duration = Duration::from_millis(20);
+
+/// Microseconds since this process first asked: a clock a message can carry.
+fn monotonic_us() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let elapsed = START.get_or_init(Instant::now).elapsed();
+    u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// What the supervisor hands back when every cell is final.
 #[derive(Debug)]
 pub struct SupervisorOutcome {
@@ -194,8 +207,17 @@ impl Supervisor {
         ));
     }
 
-    fn ping_agents(myself: &ActorRef<SupervisorMsg>, timeout: Duration) {
-        for cell in ractor::pg::get_scoped_members(&SCOPE.to_owned(), &AGENTS.to_owned()) {
+    /// Pings the node agents of slice `slice` (of [`PING_SLICES`], by a hash of their actor
+    /// id): one slice per timer tick, so that a thousand nodes' answers arrive spread over
+    /// the heartbeat period instead of in one burst ahead of every lease request.
+    fn ping_agents(myself: &ActorRef<SupervisorMsg>, timeout: Duration, slice: u64) {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hasher = BuildHasherDefault::<DefaultHasher>::default();
+        let members = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &AGENTS.to_owned());
+        for cell in members
+            .into_iter()
+            .filter(|cell| hasher.hash_one(cell.get_id()) % PING_SLICES == slice % PING_SLICES)
+        {
             let agent = ActorRef::<NodeAgentMsg>::from(cell);
             let me = myself.clone();
             tokio::spawn(async move {
@@ -273,6 +295,9 @@ impl Actor for Supervisor {
             last_progress: Instant::now(),
             gpu_capable,
             parked: parked::ParkedLeases::default(),
+            arrivals: crate::progress::LatencyRecorder::default(),
+            queue_delay: crate::progress::LatencyRecorder::default(),
+            ping_slice: 0,
         })
     }
 
@@ -283,6 +308,9 @@ impl Actor for Supervisor {
     ) -> Result<(), ActorProcessingErr> {
         let period = (state.timing.heartbeat / 2).max(Duration::from_millis(50));
         myself.send_interval(period, || SupervisorMsg::Tick);
+        let slice = u32::try_from(PING_SLICES).unwrap_or(1);
+        myself.send_interval(period / slice, || SupervisorMsg::PingSlice);
+        myself.send_interval(PROBE_PERIOD, || SupervisorMsg::Probe(monotonic_us()));
         Self::finish_if_done(&myself, state).await;
         Ok(())
     }
@@ -364,9 +392,14 @@ impl Actor for Supervisor {
                         "a GPU reports thermal or power throttling");
                 }
             }
-            SupervisorMsg::Tick => {
-                Self::ping_agents(&myself, state.timing.heartbeat);
-                state.on_tick();
+            SupervisorMsg::Tick => state.on_tick(),
+            SupervisorMsg::PingSlice => {
+                state.ping_slice += 1;
+                Self::ping_agents(&myself, state.timing.heartbeat, state.ping_slice);
+            }
+            SupervisorMsg::Probe(sent_us) => {
+                let waited = monotonic_us().saturating_sub(sent_us);
+                state.queue_delay.record(Duration::from_micros(waited));
             }
             SupervisorMsg::Cancel(reason) => {
                 tracing::warn!(reason = %reason, "sweep cancelled: flushing the ledger");

@@ -8,7 +8,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::progress::{FleetSnapshot, ProgressFeed};
+use crate::progress::{FleetSnapshot, LatencyHistogram, ProgressFeed};
 
 type Labels = Vec<(&'static str, String)>;
 type IntFamily = Family<Labels, Gauge>;
@@ -128,20 +128,14 @@ fn pools(registry: &mut Registry, feed: &ProgressFeed) {
     );
 }
 
-/// How long scorers waited for their leases: quantiles (bucket bounds) and the count.
+/// How long scorers waited for their leases (quantiles: bucket bounds) and the count; the
+/// head's share of it (requests' arrival) and its supervisor's queue.
 fn lease_latency(registry: &mut Registry, fleet: &FleetSnapshot) {
     let h = &fleet.lease_latency;
-    let quantiles = FloatFamily::default();
-    for (q, name) in [(0.5, "0.5"), (0.99, "0.99")] {
-        let s = h.quantile(q).map_or(0.0, |d| d.as_secs_f64());
-        quantiles
-            .get_or_create(&label(&[("quantile", name)]))
-            .set(s);
-    }
     registry.register(
         "lease_latency_seconds",
         "Time from a scorer's lease request to the lease granted, over the fleet (upper bounds of log2 buckets)",
-        quantiles,
+        quantile_family(h),
     );
     let n: Gauge = Gauge::default();
     n.set(int(h.count()));
@@ -150,6 +144,28 @@ fn lease_latency(registry: &mut Registry, fleet: &FleetSnapshot) {
         "Leases granted so far, as the nodes last reported",
         n,
     );
+    registry.register(
+        "lease_arrival_seconds",
+        "The head's share of the lease latency: a lease request's time from the scorer's send to the supervisor's handling, by the two hosts' wall clocks (upper bounds of log2 buckets; as exact as the clocks agree)",
+        quantile_family(&fleet.lease_arrival),
+    );
+    registry.register(
+        "supervisor_queue_seconds",
+        "How long a message waits in the supervisor's mailbox, timed by probes every 20 ms (upper bounds of log2 buckets)",
+        quantile_family(&fleet.supervisor_queue),
+    );
+}
+
+/// p50 and p99 of `h` (bucket upper bounds), seconds.
+fn quantile_family(h: &LatencyHistogram) -> FloatFamily {
+    let quantiles = FloatFamily::default();
+    for (q, name) in [(0.5, "0.5"), (0.99, "0.99")] {
+        let s = h.quantile(q).map_or(0.0, |d| d.as_secs_f64());
+        quantiles
+            .get_or_create(&label(&[("quantile", name)]))
+            .set(s);
+    }
+    quantiles
 }
 
 /// The head's ledger flushes: counts by outcome, and the latest, slowest and mean duration.

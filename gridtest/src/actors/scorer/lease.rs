@@ -107,8 +107,9 @@ pub(super) async fn cached_shards(args: &ScorerArgs) -> Vec<crate::data::ShardId
 pub(super) async fn request_lease(
     args: &ScorerArgs,
     supervisor: &ActorRef<SupervisorMsg>,
-    request: LeaseRequest,
+    mut request: LeaseRequest,
 ) -> LeaseAnswer {
+    request.stamp();
     let asked = Instant::now();
     let answer = supervisor
         .call(
@@ -140,6 +141,7 @@ impl ScorerArgs {
             cached,
             pending_only,
             holds_context,
+            sent_unix_us: 0,
         }
     }
 }

@@ -144,6 +144,7 @@ mod tests {
             cached: Vec::new(),
             pending_only,
             holds_context: None,
+            sent_unix_us: 0,
         }
     }
 

@@ -12,7 +12,7 @@ use super::{SupervisorOutcome, SupervisorTiming};
 use crate::actors::ledger_writer::LedgerWriterMsg;
 use crate::actors::messages::{Lease, LeaseRequest, SweepContext, UnitReport};
 use crate::actors::wire::Wire;
-use crate::progress::{FleetSnapshot, ProgressFeed, SweepProgress};
+use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
 use crate::sweep::{Completion, Fleet, Gate, Ledger};
 
@@ -38,6 +38,13 @@ pub struct SupervisorState {
     pub(super) gpu_capable: bool,
     /// Lease requests held until a unit frees up.
     pub(super) parked: ParkedLeases,
+    /// How long lease requests took from their scorer to this actor (see
+    /// [`LeaseRequest::in_flight`]).
+    pub(super) arrivals: LatencyRecorder,
+    /// How long messages waited in this actor's mailbox (its probes).
+    pub(super) queue_delay: LatencyRecorder,
+    /// The slice of node agents pinged last.
+    pub(super) ping_slice: u64,
 }
 
 impl SupervisorState {
@@ -117,6 +124,8 @@ impl SupervisorState {
             nodes: fleet_nodes,
             gpu_slots,
             lease_latency: self.fleet.lease_latency(),
+            lease_arrival: self.arrivals.histogram(),
+            supervisor_queue: self.queue_delay.histogram(),
         });
         tracing::info!(
             done = ledger.recorded(),
@@ -135,6 +144,9 @@ impl SupervisorState {
     /// [`ParkedLeases`]), or no unit.
     pub(super) fn on_lease(&mut self, request: LeaseRequest, reply: LeaseReply) {
         let now = Instant::now();
+        if let Some(in_flight) = request.in_flight() {
+            self.arrivals.record(in_flight);
+        }
         self.seen(&request.worker.node);
         match self.try_lease(&request, now) {
             Ok(lease) => {
