@@ -174,10 +174,10 @@ impl Lanes {
         &self.refused
     }
 
-    /// The launch of lanes `chunk` (indices of lanes, in launch order) over a feed of `n_cols`
-    /// columns, on a device of `multiprocessors` multiprocessors with `shared_limit` bytes of
-    /// shared memory per block: [`block_shape`], narrowed while the blocks' shared means do
-    /// not fit beside the staged window.
+    /// The launch of lanes `chunk` (indices of lanes, in launch order; at least one) over a
+    /// feed of `n_cols` columns, on a device of `multiprocessors` multiprocessors with
+    /// `shared_limit` bytes of shared memory per block: [`block_shape`], narrowed while the
+    /// blocks' shared means do not fit beside the staged window.
     ///
     /// # Errors
     /// [`GpuError::Lookback`] when even one-warp blocks do not fit.

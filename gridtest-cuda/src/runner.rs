@@ -332,6 +332,9 @@ impl GpuDevice {
         for (set, failure) in lanes.refused() {
             outcomes[*set] = Some(Err(failure.clone()));
         }
+        if lanes.is_empty() {
+            return Ok(outcomes.into_iter().flatten().collect());
+        }
         let function = self.kernel(strategy.name, code)?;
         let stream = self.lend_stream()?;
         let shard = self.shard(data, &stream)?;
