@@ -52,6 +52,13 @@ const SLOW_FRACTION: f64 = 0.5;
 /// The node agents are pinged in this many slices, one slice per tenth of the tick period.
 const PING_SLICES: u64 = 10;
 
+/// The ping slice of an agent: a hash of its whole actor id (agents of different nodes often
+/// have the same local pid; their node ids differ).
+fn ping_slice_of(id: ractor::ActorId) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(id) % PING_SLICES
+}
+
 /// How often the supervisor times its own queue ([`SupervisorMsg::Probe`]).
 const PROBE_PERIOD: Duration = Duration::from_millis(20);
 
@@ -211,12 +218,10 @@ impl Supervisor {
     /// id): one slice per timer tick, so that a thousand nodes' answers arrive spread over
     /// the heartbeat period instead of in one burst ahead of every lease request.
     fn ping_agents(myself: &ActorRef<SupervisorMsg>, timeout: Duration, slice: u64) {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        let hasher = BuildHasherDefault::<DefaultHasher>::default();
         let members = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &AGENTS.to_owned());
         for cell in members
             .into_iter()
-            .filter(|cell| hasher.hash_one(cell.get_id()) % PING_SLICES == slice % PING_SLICES)
+            .filter(|cell| ping_slice_of(cell.get_id()) == slice % PING_SLICES)
         {
             let agent = ActorRef::<NodeAgentMsg>::from(cell);
             let me = myself.clone();
@@ -424,5 +429,28 @@ impl Actor for Supervisor {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thousand_nodes_agents_spread_over_the_ping_slices() {
+        // Each node's agent as the head sees it: the same local pid on every node, a node id
+        // per session.
+        let mut per_slice = [0u32; PING_SLICES as usize];
+        for node_id in 0..1000 {
+            let id = ractor::ActorId::Remote { node_id, pid: 7 };
+            let slice = ping_slice_of(id);
+            assert_eq!(slice, ping_slice_of(id), "stable");
+            per_slice[usize::try_from(slice).unwrap()] += 1;
+        }
+        // Every slice pings a share near a tenth: no burst of the whole fleet.
+        assert!(
+            per_slice.iter().all(|&n| (50..=150).contains(&n)),
+            "{per_slice:?}"
+        );
     }
 }
