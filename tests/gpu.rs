@@ -478,6 +478,62 @@ fn what_the_device_cannot_run_is_named() {
     );
 }
 
+#[derive(gridtest::Params, Clone, Debug)]
+struct ColumnParams {
+    column: usize,
+}
+
+/// Long while the mean of a column over 5 ticks is above the price: a strategy whose shared
+/// mean names its column, for the device's check of it.
+struct ColumnMean;
+
+#[gridtest::strategy(name = "gpu_test_column_mean")]
+impl gridtest::Strategy for ColumnMean {
+    type Params = ColumnParams;
+    type Feed = Ticks;
+    fn new(_: &ColumnParams) -> Self {
+        Self
+    }
+    fn shared(p: &ColumnParams, series: &mut gridtest::SharedSeries<Ticks>) {
+        series.add(gridtest::SharedMean::of_column(p.column, 5));
+    }
+    fn on_data(&mut self, now: &gridtest::Cursor<'_, Ticks>) -> f64 {
+        f64::from(u8::from(now.shared(0) > now.price()))
+    }
+    fn gpu_code() -> Option<GpuCode> {
+        Some(GpuCode {
+            source: "__device__ void gt_init(double* s, const double* p) {}\n__device__ double gt_step(double* s, const double* p, const double* const* col, long long index) { return gt_shared(col, 0) > col[0][0] ? 1.0 : 0.0; }\n",
+            state_len: 1,
+            pack: gridtest::pack_numeric::<ColumnParams>,
+        })
+    }
+}
+
+/// A shared mean of a column the feed does not have never reaches the device (the kernel
+/// would read past its staged window): the set fails alone, naming the column.
+#[test]
+fn a_shared_mean_of_a_missing_column_is_refused() {
+    use gridtest::ParamValue::Int;
+    let entry = find_strategy("gpu_test_column_mean").unwrap();
+    let code = (entry.gpu)().unwrap();
+    let sets = vec![
+        ParamSet::new([("column", Int(1))]),
+        ParamSet::new([("column", Int(7))]),
+    ];
+    let lanes = Lanes::prepare(entry, &code, &sets).unwrap();
+    assert_eq!((lanes.len(), lanes.set_of(0)), (1, 0));
+    let (set, failure) = &lanes.refused()[0];
+    assert_eq!(
+        (*set, failure.kind),
+        (1, gridtest::sweep::FailureKind::Params)
+    );
+    assert!(
+        failure.message.contains("column 7") && failure.message.contains("2 columns"),
+        "{}",
+        failure.message
+    );
+}
+
 /// Parameters of every kind, to pin how `pack_numeric` lays them out for the device.
 #[derive(gridtest::Params, Clone, Debug)]
 struct Mixed {

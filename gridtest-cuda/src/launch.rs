@@ -90,6 +90,17 @@ impl Lanes {
                 lanes.refused.push(refused());
                 continue;
             };
+            let n_cols = FeedLayout::of(strategy.kind).n_cols;
+            if let Some(bad) = means.iter().find(|m| m.column >= n_cols) {
+                let why = format!(
+                    "[{set}] declares a shared mean of column {} of a feed of {n_cols} columns",
+                    bad.column
+                );
+                lanes
+                    .refused
+                    .push((i, CellFailure::new(FailureKind::Params, why)));
+                continue;
+            }
             if means.len() > MAX_SHARED {
                 let why = format!(
                     "the strategy declares {} shared series; at most {MAX_SHARED}",
