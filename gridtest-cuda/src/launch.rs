@@ -60,6 +60,7 @@ impl Lanes {
             packed_len: 1,
             slots: 0,
         };
+        let n_cols = FeedLayout::of(strategy.kind).n_cols;
         for (i, set) in sets.iter().enumerate() {
             let refused = || {
                 let why = format!("strategy refused [{set}] (new() or shared() panicked)");
@@ -90,7 +91,6 @@ impl Lanes {
                 lanes.refused.push(refused());
                 continue;
             };
-            let n_cols = FeedLayout::of(strategy.kind).n_cols;
             if let Some(bad) = means.iter().find(|m| m.column >= n_cols) {
                 let why = format!(
                     "[{set}] declares a shared mean of column {} of a feed of {n_cols} columns",

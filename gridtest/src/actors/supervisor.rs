@@ -50,13 +50,13 @@ const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
 const SLOW_FRACTION: f64 = 0.5;
 
 /// The node agents are pinged in this many slices, one slice per tenth of the tick period.
-const PING_SLICES: u64 = 10;
+const PING_SLICES: u32 = 10;
 
 /// The ping slice of an agent: a hash of its whole actor id (agents of different nodes often
 /// have the same local pid; their node ids differ).
 fn ping_slice_of(id: ractor::ActorId) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(id) % PING_SLICES
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(id) % u64::from(PING_SLICES)
 }
 
 /// How often the supervisor times its own queue ([`SupervisorMsg::Probe`]).
@@ -221,7 +221,7 @@ impl Supervisor {
         let members = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &AGENTS.to_owned());
         for cell in members
             .into_iter()
-            .filter(|cell| ping_slice_of(cell.get_id()) == slice % PING_SLICES)
+            .filter(|cell| ping_slice_of(cell.get_id()) == slice % u64::from(PING_SLICES))
         {
             let agent = ActorRef::<NodeAgentMsg>::from(cell);
             let me = myself.clone();
@@ -313,8 +313,7 @@ impl Actor for Supervisor {
     ) -> Result<(), ActorProcessingErr> {
         let period = (state.timing.heartbeat / 2).max(Duration::from_millis(50));
         myself.send_interval(period, || SupervisorMsg::Tick);
-        let slice = u32::try_from(PING_SLICES).unwrap_or(1);
-        myself.send_interval(period / slice, || SupervisorMsg::PingSlice);
+        myself.send_interval(period / PING_SLICES, || SupervisorMsg::PingSlice);
         myself.send_interval(PROBE_PERIOD, || SupervisorMsg::Probe(monotonic_us()));
         Self::finish_if_done(&myself, state).await;
         Ok(())
