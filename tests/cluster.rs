@@ -14,6 +14,8 @@ use gridtest::sweep::NodeStats;
 use gridtest_tests::Scratch;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_cluster_sweep");
+/// The same binary as a later release would build it (`paced_sma` at another version).
+const BIN_NEXT: &str = env!("CARGO_BIN_EXE_cluster_sweep_next");
 const COOKIE: &str = "test-cookie";
 const CELLS: usize = 3 * 80;
 /// Busy work per event: makes a unit take about a tenth of a second.
@@ -110,9 +112,13 @@ impl Proc {
     }
 
     fn spawn_with_spin(name: &str, args: &[String], spin: &str) -> Self {
+        Self::spawn_from(BIN, name, args, spin)
+    }
+
+    fn spawn_from(bin: &str, name: &str, args: &[String], spin: &str) -> Self {
         let status = status_path(name);
         let _ = std::fs::remove_file(&status);
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(bin)
             .args(args)
             .arg("--status-file")
             .arg(&status)
@@ -318,6 +324,17 @@ impl Cluster {
         extra: &[&str],
         spin: &str,
     ) -> usize {
+        self.start_worker_from(BIN, name, cookie, extra, spin)
+    }
+
+    fn start_worker_from(
+        &mut self,
+        bin: &str,
+        name: &str,
+        cookie: &str,
+        extra: &[&str],
+        spin: &str,
+    ) -> usize {
         let mut args: Vec<String> = [
             "--role",
             "worker",
@@ -336,7 +353,7 @@ impl Cluster {
         .map(|s| (*s).to_owned())
         .collect();
         args.extend(extra.iter().map(|s| (*s).to_owned()));
-        self.workers.push(Proc::spawn_with_spin(name, &args, spin));
+        self.workers.push(Proc::spawn_from(bin, name, &args, spin));
         self.workers.len() - 1
     }
 
@@ -593,6 +610,37 @@ fn a_node_with_the_wrong_cookie_is_refused_and_bad_frames_do_no_harm() {
             |e| matches!(e, StatusEvent::Refused { claimed, duplicate: false, .. }
             if claimed.as_deref() != Some("w1") && claimed.as_deref() != Some("w2"))
         ),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_node_running_other_code_is_refused_and_its_units_go_elsewhere() {
+    let _serial = serial();
+    // No work until three nodes have asked: the node built from other code gets leases too.
+    let mut c = Cluster::with_head(&["--wait-for-nodes", "3"]);
+    c.start_worker("w1", COOKIE, &[]);
+    c.start_worker("w2", COOKIE, &[]);
+    c.start_worker_from(BIN_NEXT, "w-next", COOKIE, &[], SPIN);
+    // Every cell, equal to the in-process run's: none came from version 2.
+    let summary = c.finish();
+    assert_eq!(
+        summary.nodes.get("w-next").map_or(0, |n| n.cells),
+        0,
+        "{summary:?}"
+    );
+    let reason = summary
+        .incompatible
+        .get("w-next")
+        .unwrap_or_else(|| panic!("w-next is not listed as incompatible: {summary:?}"));
+    assert_eq!(
+        reason,
+        "strategy `paced_sma` version: the sweep needs 1, this node runs 2"
+    );
+    let events = c.head().events();
+    assert!(
+        events.iter().any(|e| matches!(e,
+            StatusEvent::NodeIncompatible { node, reason: r, .. } if node == "w-next" && r == reason)),
         "{events:?}"
     );
 }

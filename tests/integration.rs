@@ -6,6 +6,7 @@ mod backend;
 mod backtesting_py;
 mod cli;
 mod cluster;
+mod concurrent;
 mod containers;
 mod data_errors;
 mod deploy;

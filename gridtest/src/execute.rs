@@ -17,7 +17,7 @@ use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::messages::{SupervisorMsg, SweepContext};
+use crate::actors::messages::{SCOPE, SupervisorMsg, SweepContext, run_scope};
 use crate::actors::{
     BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
     Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming, required_backend_slots,
@@ -247,6 +247,7 @@ fn summary(results: &SweepResults, resumed: usize) -> SweepSummary {
         resumed,
         nodes: info.map(|i| i.nodes.clone()).unwrap_or_default(),
         gpu_slots: info.map(|i| i.gpu_slots.clone()).unwrap_or_default(),
+        incompatible: info.map(|i| i.incompatible.clone()).unwrap_or_default(),
         persist_failure: info.and_then(|i| i.persist_failure.clone()),
         ledger: info.map(|i| i.ledger).unwrap_or_default(),
     }
@@ -314,6 +315,7 @@ async fn finish(
         nodes: outcome.nodes,
         gpu_slots: outcome.gpu_slots,
         gpu_energy_joules: outcome.gpu_energy_joules,
+        incompatible: outcome.incompatible,
         persist_failure: outcome.persist_failure,
         ledger: outcome.ledger,
     });
@@ -363,6 +365,12 @@ async fn run_actors(
         })?;
     let returns = research::book_for(plan, opts, !backends.is_empty())?;
     let (done_tx, done_rx) = oneshot::channel();
+    // Nodes that join a head meet in the cluster's scope; an in-process run keeps to its own.
+    let scope = if setup.cluster {
+        SCOPE.to_owned()
+    } else {
+        run_scope()
+    };
     let context = SweepContext {
         record_days: returns.is_some(),
         ..SweepContext::from(&plan.spec)
@@ -382,6 +390,7 @@ async fn run_actors(
             done: done_tx,
             wait_for_nodes: opts.wait_for_nodes,
             status: opts.status.clone(),
+            scope: scope.clone(),
         },
     )
     .await
@@ -394,6 +403,7 @@ async fn run_actors(
             rpc_timeout: Duration::from_secs(30),
             idle_retry: Duration::from_millis(20),
             backends,
+            scope,
         };
         let spawned = Actor::spawn(None, NodeAgent, args).await;
         match spawned {

@@ -8,6 +8,9 @@ use std::any::type_name;
 
 use linkme::distributed_slice;
 
+mod code;
+pub use code::{CodeMismatch, CodeVersion};
+
 use crate::data::{DataError, FeedBatch, ShardData};
 use crate::engine::{self, CellOutcome, CellTrace, DayReturns, ExecModel};
 use crate::params::{ParamField, ParamSet, Params};

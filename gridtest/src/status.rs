@@ -65,6 +65,17 @@ pub enum StatusEvent {
         /// Units it held that went back to the queue.
         requeued: usize,
     },
+    /// The supervisor refused a node that runs other code than the sweep needs (another
+    /// gridtest, execution model or strategy version, or no such strategy): it takes none of
+    /// the sweep's units.
+    NodeIncompatible {
+        /// The node.
+        node: String,
+        /// Every version that differs.
+        reason: String,
+        /// Units it held that went back to the queue.
+        requeued: usize,
+    },
     /// A node thought lost spoke again.
     NodeBack {
         /// The node.
@@ -124,6 +135,10 @@ pub struct SweepSummary {
     pub nodes: BTreeMap<String, NodeStats>,
     /// Per GPU scorer.
     pub gpu_slots: BTreeMap<String, NodeStats>,
+    /// Nodes that run other code than the sweep needs (they took none of its units), and
+    /// what differs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub incompatible: BTreeMap<String, String>,
     /// Why the sweep could not be persisted, if it could not.
     pub persist_failure: Option<String>,
     /// What the ledger counted: units requeued, speculative copies, duplicate results.
@@ -303,6 +318,11 @@ mod tests {
                 requeued: 2,
             },
             StatusEvent::NodeBack { node: "w1".into() },
+            StatusEvent::NodeIncompatible {
+                node: "w3".into(),
+                reason: "strategy `s` version: the sweep needs 1, this node runs 2".into(),
+                requeued: 1,
+            },
             StatusEvent::NodeSlow {
                 node: "w2".into(),
                 speed: 1.5,
@@ -327,6 +347,7 @@ mod tests {
                 resumed: 1,
                 nodes,
                 gpu_slots: BTreeMap::new(),
+                incompatible: BTreeMap::from([("w3".into(), "strategy `s` version".into())]),
                 persist_failure: Some("gone".into()),
                 ledger: LedgerStats {
                     requeued: 1,

@@ -108,6 +108,9 @@ pub struct RunInfo {
     pub gpu_slots: BTreeMap<String, NodeStats>,
     /// Energy per device (`node/gpuD`) during the sweep, joules, where NVML reports it.
     pub gpu_energy_joules: BTreeMap<String, f64>,
+    /// Nodes that joined running other code than the sweep needs (they computed none of its
+    /// cells), and what differs.
+    pub incompatible: BTreeMap<String, String>,
     /// Why the sweep could not be persisted to its results root, if it could not (every cell
     /// is still in these results).
     pub persist_failure: Option<String>,

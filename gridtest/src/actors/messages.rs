@@ -15,6 +15,7 @@ use crate::engine::ExecModel;
 use crate::metrics::RankMetric;
 use crate::params::Grid;
 use crate::persist::SweepSpec;
+use crate::registry::CodeVersion;
 use crate::strategy::DataKind;
 use crate::sweep::{
     CellFailure, DeviceTelemetry, SetResult, SweepDescription, UnitId, WorkUnit, WorkerId,
@@ -23,8 +24,18 @@ use crate::sweep::{
 /// Process group of sweep coordinators (heads serving submissions).
 pub const COORDINATORS: &str = "coordinators";
 
-/// The process group scope of gridtest's actors.
+/// The process group scope of a cluster's actors (the one every node of it syncs).
 pub const SCOPE: &str = "gridtest";
+
+/// A process-group scope of its own for one in-process run. Process groups are global to a
+/// process: runs at once in one process (a service, a notebook kernel, a test binary) that
+/// shared [`SCOPE`] would lease each other's units and count each other's node agents, and
+/// one ending would look like the loss of the others' node.
+pub(crate) fn run_scope() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{SCOPE}/run-{n}")
+}
 /// Process group of sweep supervisors.
 pub const SUPERVISORS: &str = "supervisors";
 /// Process group of node agents.
@@ -50,6 +61,10 @@ pub struct SweepContext {
     /// Record each cell's return per day ([`crate::engine::DayReturns`]) with its metrics.
     #[serde(default)]
     pub record_days: bool,
+    /// The code the results must come from; a scorer running other code refuses the units.
+    /// (Absent from an older head's context: refused too, since it cannot be checked.)
+    #[serde(default)]
+    pub code: Option<CodeVersion>,
 }
 
 impl From<&SweepSpec> for SweepContext {
@@ -65,6 +80,7 @@ impl From<&SweepSpec> for SweepContext {
             // out of every lease.
             grid: spec.grid.without_kept(),
             record_days: false,
+            code: Some(spec.code()),
         }
     }
 }
@@ -128,6 +144,18 @@ pub struct Lease {
     pub held_us: u64,
 }
 
+/// A scorer refuses a sweep whose code differs from its node's: its lease goes back, and
+/// its node takes no more units of the sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Incompatible {
+    /// The sweep.
+    pub sweep_id: crate::sweep::SweepId,
+    /// The scorer that refused.
+    pub worker: WorkerId,
+    /// What differs (every version, named).
+    pub reason: String,
+}
+
 /// A scorer's report on a unit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UnitReport {
@@ -185,6 +213,8 @@ pub enum SupervisorMsg {
     Report(Wire<UnitReport>),
     /// A worker hands its lease back (its scorer stopped).
     Release(Wire<WorkerId>),
+    /// A scorer's node runs other code than the sweep needs.
+    Incompatible(Wire<Incompatible>),
     /// A node hands back everything it holds (drain grace over).
     ReleaseNode(String),
     /// Timer (local).

@@ -11,9 +11,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use super::backend::UnitBackend;
 use super::scorer::{Scorer, ScorerArgs, ScorerMsg};
 use super::shard_loader::ShardLoaderMsg;
-use crate::actors::messages::{
-    AGENTS, NodeAgentMsg, NodeStatus, SCOPE, SUPERVISORS, SupervisorMsg,
-};
+use crate::actors::messages::{AGENTS, NodeAgentMsg, NodeStatus, SUPERVISORS, SupervisorMsg};
 use crate::actors::wire::Wire;
 use crate::progress::LatencyRecorder;
 use crate::sweep::{ScorerKind, WorkerId};
@@ -35,6 +33,10 @@ pub struct NodeAgentArgs {
     pub idle_retry: std::time::Duration,
     /// Backend slots (GPU scorers) to run besides the CPU scorers.
     pub backends: Vec<Arc<dyn UnitBackend>>,
+    /// The process-group scope its supervisors are found in
+    /// ([`SCOPE`](crate::actors::messages::SCOPE) on a cluster node, the run's own for an
+    /// in-process run).
+    pub scope: String,
 }
 
 /// State of a [`NodeAgent`].
@@ -79,6 +81,7 @@ impl NodeAgent {
             idle_retry: state.args.idle_retry,
             backend,
             lease_latency: Arc::clone(&state.lease_latency),
+            scope: state.args.scope.clone(),
         };
         let (scorer, _) = Actor::spawn_linked(None, Scorer, args, myself.get_cell()).await?;
         state.scorers.insert(scorer.get_id(), slot);
@@ -107,7 +110,11 @@ impl Actor for NodeAgent {
         myself: ActorRef<Self::Msg>,
         args: NodeAgentArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        ractor::pg::join_scoped(SCOPE.to_owned(), AGENTS.to_owned(), vec![myself.get_cell()]);
+        ractor::pg::join_scoped(
+            args.scope.clone(),
+            AGENTS.to_owned(),
+            vec![myself.get_cell()],
+        );
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         Ok(NodeAgentState {
             args,
@@ -210,7 +217,7 @@ impl Actor for NodeAgent {
                 let worker = WorkerId::new(state.args.node.clone(), slot.clone()).of_kind(kind);
                 tracing::error!(%worker, error = %err, "scorer failed; handing its lease back");
                 for sup in
-                    ractor::pg::get_scoped_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned())
+                    ractor::pg::get_scoped_members(&state.args.scope, &SUPERVISORS.to_owned())
                 {
                     let _ = ActorRef::<SupervisorMsg>::from(sup)
                         .cast(SupervisorMsg::Release(Wire(worker.clone())));

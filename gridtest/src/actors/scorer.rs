@@ -18,7 +18,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 mod lease;
 
 use lease::{
-    LeaseAnswer, Leased, Prefetch, cached_shards, fill_batch, find_supervisor, prefetch,
+    LeaseAnswer, Leased, Prefetch, Unusable, cached_shards, fill_batch, find_supervisor, prefetch,
     request_lease,
 };
 
@@ -64,7 +64,13 @@ pub struct ScorerArgs {
     pub backend: Option<Arc<dyn UnitBackend>>,
     /// Where the time to be granted each lease is counted (the node's, reported to the head).
     pub lease_latency: Arc<LatencyRecorder>,
+    /// The process-group scope its supervisors are found in.
+    pub scope: String,
 }
+
+/// How long a scorer whose node runs other code than a sweep needs waits before it asks
+/// again (the supervisor holds its requests too; a later sweep may need this node's code).
+const INCOMPATIBLE_PAUSE: Duration = Duration::from_secs(2);
 
 /// State of a [`Scorer`].
 pub struct ScorerState {
@@ -138,7 +144,7 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
             return;
         }
         None => {
-            let Some(supervisor) = find_supervisor() else {
+            let Some(supervisor) = find_supervisor(&state.args.scope) else {
                 myself.send_after(retry, || ScorerMsg::Pull);
                 return;
             };
@@ -154,9 +160,13 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
         LeaseAnswer::Granted(lease) => {
             match Leased::resolve(*lease, state.context.as_ref(), &state.args.worker) {
                 Ok(leased) => leased,
-                Err(orphan) => {
-                    let _ = supervisor.cast(SupervisorMsg::Report(Wire(*orphan)));
-                    let _ = myself.cast(ScorerMsg::Pull);
+                Err(unusable) => {
+                    let wait = match unusable {
+                        Unusable::Orphan(_) => Duration::ZERO,
+                        Unusable::Incompatible(_) => INCOMPATIBLE_PAUSE,
+                    };
+                    unusable.hand_back(&supervisor);
+                    myself.send_after(wait, || ScorerMsg::Pull);
                     return;
                 }
             }

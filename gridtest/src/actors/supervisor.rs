@@ -30,9 +30,7 @@ mod state;
 pub use state::SupervisorState;
 
 use super::ledger_writer::{LedgerWriter, LedgerWriterArgs, LedgerWriterMsg, WriterOutcome};
-use crate::actors::messages::{
-    AGENTS, NodeAgentMsg, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext,
-};
+use crate::actors::messages::{AGENTS, NodeAgentMsg, SUPERVISORS, SupervisorMsg, SweepContext};
 use crate::actors::wire::Wire;
 use crate::persist::LedgerLog;
 use crate::progress::{ProgressFeed, SweepProgress};
@@ -86,6 +84,9 @@ pub struct SupervisorOutcome {
     pub gpu_slots: BTreeMap<String, NodeStats>,
     /// Energy per device (`node/gpuD`) during the sweep, joules, where NVML reports it.
     pub gpu_energy_joules: BTreeMap<String, f64>,
+    /// Nodes that run other code than the sweep needs (they took none of its units), and
+    /// what differs.
+    pub incompatible: BTreeMap<String, String>,
     /// Why the ledger's last cells could not be persisted, if they could not.
     pub persist_failure: Option<String>,
     /// What the ledger counted (requeues, speculative copies, duplicates).
@@ -147,6 +148,9 @@ pub struct SupervisorArgs {
     pub done: oneshot::Sender<SupervisorOutcome>,
     /// Where node events (lost, back, slow) are told.
     pub status: StatusLog,
+    /// The process-group scope it serves ([`SCOPE`](crate::actors::messages::SCOPE) for a
+    /// cluster, one of its own for an in-process run).
+    pub scope: String,
 }
 
 /// The sweep supervisor actor.
@@ -196,6 +200,7 @@ impl Supervisor {
                 nodes: state.fleet.node_stats(),
                 gpu_slots: state.fleet.gpu_slots().clone(),
                 gpu_energy_joules: state.fleet.gpu_energy_joules(),
+                incompatible: state.fleet.incompatible_nodes(),
                 persist_failure: written.persist_failure,
                 ledger: ledger.stats(),
                 cancelled,
@@ -217,8 +222,9 @@ impl Supervisor {
     /// Pings the node agents of slice `slice` (of [`PING_SLICES`], by a hash of their actor
     /// id): one slice per timer tick, so that a thousand nodes' answers arrive spread over
     /// the heartbeat period instead of in one burst ahead of every lease request.
-    fn ping_agents(myself: &ActorRef<SupervisorMsg>, timeout: Duration, slice: u64) {
-        let members = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &AGENTS.to_owned());
+    fn ping_agents(state: &SupervisorState, myself: &ActorRef<SupervisorMsg>) {
+        let (timeout, slice) = (state.timing.heartbeat, state.ping_slice);
+        let members = ractor::pg::get_scoped_members(&state.scope, &AGENTS.to_owned());
         for cell in members
             .into_iter()
             .filter(|cell| ping_slice_of(cell.get_id()) == slice % u64::from(PING_SLICES))
@@ -257,11 +263,11 @@ impl Actor for Supervisor {
         args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         ractor::pg::join_scoped(
-            SCOPE.to_owned(),
+            args.scope.clone(),
             SUPERVISORS.to_owned(),
             vec![myself.get_cell()],
         );
-        ractor::pg::monitor_scope(SCOPE.to_owned(), myself.get_cell());
+        ractor::pg::monitor_scope(args.scope.clone(), myself.get_cell());
         let gpu_capable = crate::registry::find_strategy(&args.context.strategy)
             .is_ok_and(|e| (e.gpu)().is_some());
         let (writer, _) = Actor::spawn_linked(
@@ -303,6 +309,7 @@ impl Actor for Supervisor {
             arrivals: crate::progress::LatencyRecorder::default(),
             queue_delay: crate::progress::LatencyRecorder::default(),
             ping_slice: 0,
+            scope: args.scope,
         })
     }
 
@@ -322,10 +329,11 @@ impl Actor for Supervisor {
     async fn post_stop(
         &self,
         myself: ActorRef<Self::Msg>,
-        _state: &mut Self::State,
+        state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        ractor::pg::demonitor_scope(state.scope.clone(), myself.get_id());
         ractor::pg::leave_scoped(
-            SCOPE.to_owned(),
+            state.scope.clone(),
             SUPERVISORS.to_owned(),
             vec![myself.get_cell()],
         );
@@ -370,6 +378,7 @@ impl Actor for Supervisor {
                 state.requeued += n;
                 state.serve_parked_if_pending();
             }
+            SupervisorMsg::Incompatible(Wire(refusal)) => state.incompatible(&refusal),
             SupervisorMsg::ReleaseNode(node) => {
                 state.lose(&node, "handed its work back");
             }
@@ -399,7 +408,7 @@ impl Actor for Supervisor {
             SupervisorMsg::Tick => state.on_tick(),
             SupervisorMsg::PingSlice => {
                 state.ping_slice += 1;
-                Self::ping_agents(&myself, state.timing.heartbeat, state.ping_slice);
+                Self::ping_agents(state, &myself);
             }
             SupervisorMsg::Probe(sent_us) => {
                 let waited = monotonic_us().saturating_sub(sent_us);
@@ -421,7 +430,9 @@ impl Actor for Supervisor {
     ) -> Result<(), ActorProcessingErr> {
         if let SupervisionEvent::ProcessGroupChanged(change) = event {
             match change {
-                GroupChangeMessage::Leave(_, group, cells) if group == AGENTS => {
+                GroupChangeMessage::Leave(scope, group, cells)
+                    if scope == state.scope && group == AGENTS =>
+                {
                     Self::agent_left(state, &cells);
                 }
                 _ => {}

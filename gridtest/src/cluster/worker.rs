@@ -192,6 +192,7 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
             rpc_timeout: config.heartbeat.max(Duration::from_secs(2)) * 3,
             idle_retry: Duration::from_millis(50),
             backends,
+            scope: SCOPE.to_owned(),
         },
     )
     .await

@@ -89,6 +89,18 @@ impl SweepSpec {
         self
     }
 
+    /// The code its results come from: a node running other code refuses its units.
+    #[must_use]
+    pub fn code(&self) -> crate::registry::CodeVersion {
+        crate::registry::CodeVersion {
+            gridtest: self.gridtest_version.clone(),
+            exec_model: self.exec_model_version,
+            strategy: self.strategy.clone(),
+            strategy_version: self.strategy_version.clone(),
+            strategy_crate: self.strategy_crate.clone(),
+        }
+    }
+
     /// The sweep id: see [`sweep_id`].
     #[must_use]
     pub fn id(&self) -> SweepId {

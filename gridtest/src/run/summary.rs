@@ -48,6 +48,9 @@ pub(super) fn report(
                 if s.slow { ", SLOW" } else { "" }
             );
         }
+        for (node, why) in &info.incompatible {
+            println!("  node {node}: REFUSED, it runs other code than the sweep needs ({why})");
+        }
         for (slot, s) in &info.gpu_slots {
             println!(
                 "  GPU scorer {slot}: {} units, {} cells, {:.3e} evaluations/s",

@@ -49,6 +49,8 @@ pub struct NodeView {
     pub telemetry: Vec<DeviceTelemetry>,
     /// How long its scorers waited for their leases (as of its latest status).
     pub lease_latency: LatencyHistogram,
+    /// Why it takes no work of this sweep, if it runs other code than the sweep needs.
+    pub incompatible: Option<String>,
     last_seen: Instant,
 }
 
@@ -109,6 +111,7 @@ impl Fleet {
                 draining: false,
                 telemetry: Vec::new(),
                 lease_latency: LatencyHistogram::default(),
+                incompatible: None,
                 last_seen: now,
             })
     }
@@ -144,6 +147,32 @@ impl Fleet {
     #[must_use]
     pub fn may_lease(&self, node: &str, gpu: bool, gpu_capable: bool) -> bool {
         !self.nodes.get(node).is_some_and(|n| n.draining) && (!gpu || gpu_capable)
+    }
+
+    /// `node` runs other code than the sweep needs (`reason` names what differs): it takes no
+    /// more work of the sweep. Returns `true` the first time.
+    pub fn incompatible(&mut self, node: &str, reason: &str, now: Instant) -> bool {
+        let view = self.node(node, now);
+        let first = view.incompatible.is_none();
+        view.incompatible.get_or_insert_with(|| reason.to_owned());
+        first
+    }
+
+    /// Whether `node` was found to run other code than the sweep needs.
+    #[must_use]
+    pub fn is_incompatible(&self, node: &str) -> bool {
+        self.nodes
+            .get(node)
+            .is_some_and(|n| n.incompatible.is_some())
+    }
+
+    /// The nodes found to run other code, and what differs.
+    #[must_use]
+    pub fn incompatible_nodes(&self) -> BTreeMap<String, String> {
+        self.nodes
+            .iter()
+            .filter_map(|(name, n)| Some((name.clone(), n.incompatible.clone()?)))
+            .collect()
     }
 
     /// A unit was leased at `now` (the compute clock starts at the first).

@@ -9,7 +9,7 @@ use ractor::rpc::CallResult;
 
 use super::{ScorerArgs, crash};
 use crate::actors::messages::{
-    Lease, LeaseRequest, SCOPE, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
+    Incompatible, Lease, LeaseRequest, SUPERVISORS, SupervisorMsg, SweepContext, UnitReport,
 };
 use crate::actors::shard_loader::{CACHED_TIMEOUT, ShardLoaderMsg};
 use crate::actors::wire::Wire;
@@ -22,16 +22,54 @@ pub(super) struct Leased {
     pub(super) unit: WorkUnit,
 }
 
+/// A lease this scorer may not run, and what goes back to the supervisor instead.
+pub(super) enum Unusable {
+    /// It came without its sweep's context, which this scorer does not hold (never sent so):
+    /// its unit fails, and is retried elsewhere.
+    Orphan(Box<UnitReport>),
+    /// Its sweep needs other code than this node runs: the unit goes back untouched, and
+    /// the node takes no more of the sweep.
+    Incompatible(Box<Incompatible>),
+}
+
+impl Unusable {
+    /// Tells the supervisor (a supervisor gone meanwhile needs nothing back).
+    pub(super) fn hand_back(self, supervisor: &ActorRef<SupervisorMsg>) {
+        let _ = supervisor.cast(match self {
+            Self::Orphan(report) => SupervisorMsg::Report(Wire(*report)),
+            Self::Incompatible(refusal) => {
+                tracing::error!(sweep = %refusal.sweep_id, worker = %refusal.worker,
+                    reason = %refusal.reason,
+                    "this node runs other code than the sweep needs: it takes none of its units");
+                SupervisorMsg::Incompatible(Wire(*refusal))
+            }
+        });
+    }
+}
+
 impl Leased {
-    /// The lease with its context; a lease that came without it, for a sweep whose context
-    /// this scorer does not hold (never sent so), fails its unit, which is retried elsewhere.
+    /// The lease with its context (sent with it, checked against this node's code, or the
+    /// one this scorer holds).
     pub(super) fn resolve(
         lease: Lease,
         held: Option<&Arc<SweepContext>>,
         worker: &WorkerId,
-    ) -> Result<Self, Box<UnitReport>> {
+    ) -> Result<Self, Unusable> {
         let context = match lease.context {
-            Some(context) => Some(Arc::new(context)),
+            Some(context) => {
+                let mismatch = match &context.code {
+                    Some(code) => code.mismatch_here().map(|m| m.to_string()),
+                    None => Some("the head did not say which code the sweep needs".to_owned()),
+                };
+                if let Some(reason) = mismatch {
+                    return Err(Unusable::Incompatible(Box::new(Incompatible {
+                        sweep_id: lease.sweep_id,
+                        worker: worker.clone(),
+                        reason,
+                    })));
+                }
+                Some(Arc::new(context))
+            }
             None => held.filter(|c| c.sweep_id == lease.sweep_id).cloned(),
         };
         match context {
@@ -39,7 +77,7 @@ impl Leased {
                 context,
                 unit: lease.unit,
             }),
-            None => Err(Box::new(UnitReport {
+            None => Err(Unusable::Orphan(Box::new(UnitReport {
                 sweep_id: lease.sweep_id,
                 worker: worker.clone(),
                 unit: lease.unit.id,
@@ -47,7 +85,7 @@ impl Leased {
                 results: Err(crash("a lease came without its sweep's context")),
                 evaluations: 0,
                 busy_ms: 0,
-            })),
+            }))),
         }
     }
 }
@@ -146,9 +184,9 @@ impl ScorerArgs {
     }
 }
 
-/// A supervisor of the sweep, local or remote (from the process group).
-pub(super) fn find_supervisor() -> Option<ActorRef<SupervisorMsg>> {
-    let members = ractor::pg::get_scoped_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned());
+/// A supervisor of the sweep, local or remote (from the process group of `scope`).
+pub(super) fn find_supervisor(scope: &str) -> Option<ActorRef<SupervisorMsg>> {
+    let members = ractor::pg::get_scoped_members(&scope.to_owned(), &SUPERVISORS.to_owned());
     // Prefer a local supervisor (in-process runs), else any.
     let cell = members
         .iter()
@@ -189,8 +227,12 @@ pub(super) async fn fill_batch(
         else {
             break;
         };
-        let Ok(lease) = Leased::resolve(lease, Some(&first_context), &args.worker) else {
-            break;
+        let lease = match Leased::resolve(lease, Some(&first_context), &args.worker) {
+            Ok(lease) => lease,
+            Err(unusable) => {
+                unusable.hand_back(supervisor);
+                break;
+            }
         };
         let same = lease.context.sweep_id == sweep && lease.unit.shard == shard;
         sets += lease.unit.sets.len();

@@ -28,6 +28,9 @@ pub(super) enum Refusal {
     /// This scorer takes no work of this sweep (its node drains, or it is a GPU scorer and the
     /// strategy has no device code), or the sweep has ended.
     Never,
+    /// Its node runs other code than the sweep needs: held until its time, so that a fleet
+    /// of such scorers asks at the pace of its calls, not of its retry period.
+    Incompatible,
 }
 
 /// The reply port of a lease request.
@@ -53,7 +56,7 @@ impl ParkedLeases {
     /// wants its answer now, to ask again as a scorer with nothing in hand).
     pub(super) fn holds(request: &LeaseRequest, refusal: Refusal) -> bool {
         match refusal {
-            Refusal::Wait => true,
+            Refusal::Wait | Refusal::Incompatible => true,
             Refusal::Empty => !request.pending_only,
             Refusal::Never => false,
         }

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::parked::{LeaseReply, ParkedLeases, Refusal};
 use super::{SupervisorOutcome, SupervisorTiming};
 use crate::actors::ledger_writer::LedgerWriterMsg;
-use crate::actors::messages::{Lease, LeaseRequest, SweepContext, UnitReport};
+use crate::actors::messages::{Incompatible, Lease, LeaseRequest, SweepContext, UnitReport};
 use crate::actors::wire::Wire;
 use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
@@ -45,6 +45,8 @@ pub struct SupervisorState {
     pub(super) queue_delay: LatencyRecorder,
     /// The slice of node agents pinged last.
     pub(super) ping_slice: u64,
+    /// The process-group scope it serves.
+    pub(super) scope: String,
 }
 
 impl SupervisorState {
@@ -56,6 +58,34 @@ impl SupervisorState {
                 node: name.to_owned(),
             });
         }
+    }
+
+    /// A scorer of `node` refused the sweep (its node runs other code): everything the node
+    /// holds goes back to the queue, and it takes no more units of the sweep.
+    pub(super) fn incompatible(&mut self, refusal: &Incompatible) {
+        if refusal.sweep_id != self.context.sweep_id {
+            return; // a refusal of an earlier sweep, arriving late
+        }
+        let node = &refusal.worker.node;
+        let now = Instant::now();
+        let first = self.fleet.incompatible(node, &refusal.reason, now);
+        let released = self
+            .ledger
+            .as_mut()
+            .map(|l| l.release_node(node))
+            .unwrap_or_default();
+        self.fleet.requeued(node, released.len(), now);
+        self.requeued += released.len();
+        if first {
+            tracing::error!(node = %node, reason = %refusal.reason,
+                "node runs other code than the sweep needs: it gets no more of its units");
+            self.status.emit(StatusEvent::NodeIncompatible {
+                node: node.clone(),
+                reason: refusal.reason.clone(),
+                requeued: released.len(),
+            });
+        }
+        self.serve_parked_if_pending();
     }
 
     pub(super) fn lose(&mut self, name: &str, why: &str) {
@@ -187,6 +217,9 @@ impl SupervisorState {
         // (and any message marks it back).
         if !self.fleet.is_alive(&request.worker.node) {
             return Err(Refusal::Never);
+        }
+        if self.fleet.is_incompatible(&request.worker.node) {
+            return Err(Refusal::Incompatible);
         }
         if !self.fleet.may_lease(
             &request.worker.node,
