@@ -3,6 +3,7 @@
 //! to the results root. The in-process entry point is [`run_sweep`]; a head and a coordinator
 //! call [`execute`] with their own [`NodeSetup`].
 
+mod actors;
 mod estimate;
 mod halving;
 mod plan;
@@ -14,13 +15,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::messages::{SCOPE, SupervisorMsg, SweepContext, run_scope};
 use crate::actors::{
-    BackendSettings, NodeAgent, NodeAgentArgs, ShardLoader, ShardLoaderArgs, ShardLoaderMsg,
-    Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorTiming, required_backend_slots,
+    BackendSettings, ShardLoader, ShardLoaderArgs, ShardLoaderMsg, SupervisorOutcome,
+    SupervisorTiming,
 };
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
@@ -29,10 +28,11 @@ use crate::progress::ProgressFeed;
 use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
-    CellKey, CellOutcome, CellSpool, Ledger, ResultParts, RunInfo, Sweep, SweepError, SweepResults,
-    Timings, output, output::OrderedRender,
+    CellKey, CellOutcome, Ledger, ResultParts, RunInfo, Sweep, SweepError, SweepResults, Timings,
+    output,
 };
 
+use actors::run_actors;
 pub use estimate::{CALIBRATION_SETS, Calibration, MemoryEstimate, SweepEstimate, estimate};
 #[cfg(feature = "cluster")]
 pub(crate) use halving::run_halving;
@@ -346,97 +346,6 @@ async fn open_ledger(
     let (log, done) = LedgerLog::open(root, &sweep_id, spec_json.as_bytes()).await?;
     tracing::info!(sweep = %sweep_id, root = %root, recorded = done.len(), "sweep ledger opened");
     Ok((Some(log), done))
-}
-
-/// Starts the supervisor (and, when this node scores, a node agent with its scorers), waits
-/// until every cell is final, and stops them.
-async fn run_actors(
-    plan: &Plan,
-    ledger: Ledger,
-    log: Option<LedgerLog>,
-    (spool, render): (CellSpool, OrderedRender),
-    loader: &ActorRef<ShardLoaderMsg>,
-    opts: &RunOptions,
-    setup: &NodeSetup,
-) -> Result<SupervisorOutcome> {
-    let backends =
-        required_backend_slots(opts.backends.as_ref()).map_err(|problem| crate::Error::Config {
-            problems: vec![problem],
-        })?;
-    let returns = research::book_for(plan, opts, !backends.is_empty())?;
-    let (done_tx, done_rx) = oneshot::channel();
-    // Nodes that join a head meet in the cluster's scope; an in-process run keeps to its own.
-    let scope = if setup.cluster {
-        SCOPE.to_owned()
-    } else {
-        run_scope()
-    };
-    let context = SweepContext {
-        record_days: returns.is_some(),
-        ..SweepContext::from(&plan.spec)
-    };
-    let (supervisor, supervisor_task) = Actor::spawn(
-        None,
-        Supervisor,
-        SupervisorArgs {
-            progress: opts.progress.clone(),
-            ledger,
-            context,
-            log,
-            spool,
-            render: Some(render),
-            returns,
-            timing: setup.timing,
-            done: done_tx,
-            wait_for_nodes: opts.wait_for_nodes,
-            status: opts.status.clone(),
-            scope: scope.clone(),
-        },
-    )
-    .await
-    .map_err(|e| Error::actors("starting the supervisor", e))?;
-    let agent = if setup.scorers > 0 || !backends.is_empty() {
-        let args = NodeAgentArgs {
-            node: setup.node_name.clone(),
-            scorers: setup.scorers,
-            loader: loader.clone(),
-            rpc_timeout: Duration::from_secs(30),
-            idle_retry: Duration::from_millis(20),
-            backends,
-            scope,
-        };
-        let spawned = Actor::spawn(None, NodeAgent, args).await;
-        match spawned {
-            Ok(agent) => Some(agent),
-            Err(e) => {
-                supervisor.stop(None);
-                return Err(Error::actors("starting the node agent", e));
-            }
-        }
-    } else {
-        None
-    };
-    let stopped = |_| {
-        Error::actors(
-            "running the sweep",
-            "the supervisor stopped before it finished",
-        )
-    };
-    let mut done_rx = done_rx;
-    let outcome = tokio::select! {
-        outcome = &mut done_rx => outcome.map_err(stopped),
-        () = opts.cancel.cancelled() => {
-            let _ = supervisor.cast(SupervisorMsg::Cancel("the run was cancelled".to_owned()));
-            done_rx.await.map_err(stopped)
-        }
-    };
-    let _ = supervisor_task.await;
-    if let Some((agent, task)) = agent {
-        agent.stop_children(None);
-        agent.stop(None);
-        let _ = task.await;
-    }
-    outcome
 }
 
 /// Uploads the output files beside the ledger under the results root. A store that fails now

@@ -287,8 +287,7 @@ mod tests {
     #[test]
     fn every_event_reads_back_as_written() {
         let id: SweepId = "0123456789abcdef".parse().unwrap();
-        let mut nodes = BTreeMap::new();
-        nodes.insert(
+        let nodes = BTreeMap::from([(
             "w1".to_owned(),
             NodeStats {
                 units: 3,
@@ -298,7 +297,7 @@ mod tests {
                 requeued: 1,
                 slow: true,
             },
-        );
+        )]);
         let events = vec![
             StatusEvent::Listening {
                 addr: "127.0.0.1:7000".into(),
@@ -349,10 +348,7 @@ mod tests {
                 gpu_slots: BTreeMap::new(),
                 incompatible: BTreeMap::from([("w3".into(), "strategy `s` version".into())]),
                 persist_failure: Some("gone".into()),
-                ledger: LedgerStats {
-                    requeued: 1,
-                    ..LedgerStats::default()
-                },
+                ledger: LedgerStats::default(),
             })),
         ];
         let dir = tempfile::tempdir().unwrap();

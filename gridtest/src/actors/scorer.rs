@@ -18,7 +18,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 mod lease;
 
 use lease::{
-    LeaseAnswer, Leased, Prefetch, Unusable, cached_shards, fill_batch, find_supervisor, prefetch,
+    LeaseAnswer, Leased, Prefetch, cached_shards, fill_batch, find_supervisor, prefetch,
     request_lease,
 };
 
@@ -67,10 +67,6 @@ pub struct ScorerArgs {
     /// The process-group scope its supervisors are found in.
     pub scope: String,
 }
-
-/// How long a scorer whose node runs other code than a sweep needs waits before it asks
-/// again (the supervisor holds its requests too; a later sweep may need this node's code).
-const INCOMPATIBLE_PAUSE: Duration = Duration::from_secs(2);
 
 /// State of a [`Scorer`].
 pub struct ScorerState {
@@ -161,11 +157,7 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
             match Leased::resolve(*lease, state.context.as_ref(), &state.args.worker) {
                 Ok(leased) => leased,
                 Err(unusable) => {
-                    let wait = match unusable {
-                        Unusable::Orphan(_) => Duration::ZERO,
-                        Unusable::Incompatible(_) => INCOMPATIBLE_PAUSE,
-                    };
-                    unusable.hand_back(&supervisor);
+                    let wait = unusable.hand_back(&supervisor);
                     myself.send_after(wait, || ScorerMsg::Pull);
                     return;
                 }

@@ -369,15 +369,7 @@ impl Actor for Supervisor {
                 Self::finish_if_done(&myself, state).await;
                 state.serve_parked_if_pending();
             }
-            SupervisorMsg::Release(Wire(worker)) => {
-                let n = state
-                    .ledger
-                    .as_mut()
-                    .map_or(0, |l| l.release_worker(&worker).len());
-                state.fleet.requeued(&worker.node, n, Instant::now());
-                state.requeued += n;
-                state.serve_parked_if_pending();
-            }
+            SupervisorMsg::Release(Wire(worker)) => state.release_worker(&worker),
             SupervisorMsg::Incompatible(Wire(refusal)) => state.incompatible(&refusal),
             SupervisorMsg::ReleaseNode(node) => {
                 state.lose(&node, "handed its work back");

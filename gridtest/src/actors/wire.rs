@@ -21,6 +21,35 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> ractor::BytesConvertable 
     }
 
     fn from_bytes(bytes: Vec<u8>) -> Self {
-        Self(serde_json::from_slice(&bytes).expect("malformed wire payload"))
+        match serde_json::from_slice(&bytes) {
+            Ok(value) => Self(value),
+            Err(e) => {
+                let payload = std::any::type_name::<T>();
+                // ractor drops the message with a debug line only: say it where operators look
+                // (a node of another gridtest version sends what this one cannot read), at
+                // most once per period so that a retrying peer does not flood the log.
+                if undecodable_may_log() {
+                    tracing::error!(payload, error = %e,
+                        "dropped a message from another node that could not be decoded: \
+                         does it run another gridtest version?");
+                }
+                panic!("malformed wire payload ({payload}): {e}")
+            }
+        }
     }
+}
+
+/// Whether an undecodable message may be logged now: at most once per 10 s per process.
+#[cfg(feature = "cluster")]
+fn undecodable_may_log() -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Ordering::Relaxed);
+    (last == 0 || now >= last + 10)
+        && LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
 }

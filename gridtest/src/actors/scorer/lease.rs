@@ -32,18 +32,28 @@ pub(super) enum Unusable {
     Incompatible(Box<Incompatible>),
 }
 
+/// How long a scorer whose node runs other code than a sweep needs waits before it asks
+/// again (the supervisor holds its requests too; a later sweep may need this node's code).
+const INCOMPATIBLE_PAUSE: Duration = Duration::from_secs(2);
+
 impl Unusable {
-    /// Tells the supervisor (a supervisor gone meanwhile needs nothing back).
-    pub(super) fn hand_back(self, supervisor: &ActorRef<SupervisorMsg>) {
-        let _ = supervisor.cast(match self {
-            Self::Orphan(report) => SupervisorMsg::Report(Wire(*report)),
+    /// Tells the supervisor (a supervisor gone meanwhile needs nothing back); returns how
+    /// long the scorer waits before it asks again.
+    pub(super) fn hand_back(self, supervisor: &ActorRef<SupervisorMsg>) -> Duration {
+        let (message, pause) = match self {
+            Self::Orphan(report) => (SupervisorMsg::Report(Wire(*report)), Duration::ZERO),
             Self::Incompatible(refusal) => {
                 tracing::error!(sweep = %refusal.sweep_id, worker = %refusal.worker,
                     reason = %refusal.reason,
                     "this node runs other code than the sweep needs: it takes none of its units");
-                SupervisorMsg::Incompatible(Wire(*refusal))
+                (
+                    SupervisorMsg::Incompatible(Wire(*refusal)),
+                    INCOMPATIBLE_PAUSE,
+                )
             }
-        });
+        };
+        let _ = supervisor.cast(message);
+        pause
     }
 }
 
@@ -230,7 +240,7 @@ pub(super) async fn fill_batch(
         let lease = match Leased::resolve(lease, Some(&first_context), &args.worker) {
             Ok(lease) => lease,
             Err(unusable) => {
-                unusable.hand_back(supervisor);
+                let _ = unusable.hand_back(supervisor);
                 break;
             }
         };

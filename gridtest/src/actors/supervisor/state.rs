@@ -14,7 +14,7 @@ use crate::actors::messages::{Incompatible, Lease, LeaseRequest, SweepContext, U
 use crate::actors::wire::Wire;
 use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
-use crate::sweep::{Completion, Fleet, Gate, Ledger};
+use crate::sweep::{Completion, Fleet, Gate, Ledger, WorkerId};
 
 /// State of the [`Supervisor`].
 pub struct SupervisorState {
@@ -58,6 +58,17 @@ impl SupervisorState {
                 node: name.to_owned(),
             });
         }
+    }
+
+    /// A scorer handed its lease back (it stopped): the unit goes back to the queue.
+    pub(super) fn release_worker(&mut self, worker: &WorkerId) {
+        let n = self
+            .ledger
+            .as_mut()
+            .map_or(0, |l| l.release_worker(worker).len());
+        self.fleet.requeued(&worker.node, n, Instant::now());
+        self.requeued += n;
+        self.serve_parked_if_pending();
     }
 
     /// A scorer of `node` refused the sweep (its node runs other code): everything the node
