@@ -616,12 +616,36 @@ fn a_node_with_the_wrong_cookie_is_refused_and_bad_frames_do_no_harm() {
 
 #[test]
 fn a_node_running_other_code_is_refused_and_its_units_go_elsewhere() {
+    use crate::probes::{get, parse, probes_addr, sample};
     let _serial = serial();
     // No work until three nodes have asked: the node built from other code gets leases too.
-    let mut c = Cluster::with_head(&["--wait-for-nodes", "3"]);
+    let mut c = Cluster::with_head(&["--wait-for-nodes", "3", "--http", "127.0.0.1:0"]);
+    let head = probes_addr(
+        &c.head()
+            .wait_event("its probes", Duration::from_secs(60), |e| {
+                matches!(e, StatusEvent::Probes { .. })
+            }),
+    );
     c.start_worker("w1", COOKIE, &[]);
     c.start_worker("w2", COOKIE, &[]);
     c.start_worker_from(BIN_NEXT, "w-next", COOKIE, &[], SPIN);
+    // The head's metrics tell it while the sweep runs (an operator's alert).
+    let incompatible = |scrape: &prometheus_parse::Scrape| {
+        sample(
+            scrape,
+            "gridtest_nodes",
+            &[("kind", "cpu"), ("state", "incompatible")],
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let scrape = loop {
+        let scrape = parse(&get(&head, "/metrics").1);
+        if incompatible(&scrape) >= 1.0 || Instant::now() > deadline {
+            break scrape;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(incompatible(&scrape), 1.0);
     // Every cell, equal to the in-process run's: none came from version 2.
     let summary = c.finish();
     assert_eq!(

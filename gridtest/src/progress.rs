@@ -75,6 +75,8 @@ pub struct NodeSnapshot {
     pub draining: bool,
     /// Whether it was flagged slow.
     pub slow: bool,
+    /// Whether it runs other code than the sweep needs (it takes none of its units).
+    pub incompatible: bool,
     /// Whether it runs GPU scorers.
     pub gpu: bool,
     /// Cells it made final.

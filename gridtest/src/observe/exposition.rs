@@ -8,7 +8,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::progress::{FleetSnapshot, LatencyHistogram, ProgressFeed};
+use crate::progress::{FleetSnapshot, LatencyHistogram, NodeSnapshot, ProgressFeed};
 
 type Labels = Vec<(&'static str, String)>;
 type IntFamily = Family<Labels, Gauge>;
@@ -198,22 +198,37 @@ fn ledger(registry: &mut Registry, feed: &ProgressFeed) {
     );
 }
 
-/// Per-node families: counts by kind and state, cells, speed, devices.
-fn nodes(registry: &mut Registry, fleet: &FleetSnapshot) {
+/// Nodes counted by kind and state.
+fn nodes_by_kind(registry: &mut Registry, fleet: &FleetSnapshot) {
     let by_kind = IntFamily::default();
+    let state_of = |n: &NodeSnapshot| match (n.incompatible, n.alive) {
+        (true, _) => "incompatible",
+        (false, true) => "alive",
+        (false, false) => "lost",
+    };
     for kind in ["cpu", "gpu"] {
-        for state in ["alive", "lost"] {
+        for state in ["alive", "lost", "incompatible"] {
             let n = fleet
                 .nodes
                 .iter()
-                .filter(|n| (n.gpu == (kind == "gpu")) && (n.alive == (state == "alive")))
+                .filter(|n| (n.gpu == (kind == "gpu")) && state_of(n) == state)
                 .count();
             by_kind
                 .get_or_create(&label(&[("kind", kind), ("state", state)]))
                 .set(int(n));
         }
     }
-    registry.register("nodes", "Nodes that took part, by kind and state", by_kind);
+    registry.register(
+        "nodes",
+        "Nodes that took part, by kind and state (incompatible: running other code than the \
+         sweep needs, refused)",
+        by_kind,
+    );
+}
+
+/// Per-node families: counts by kind and state, cells, speed, devices.
+fn nodes(registry: &mut Registry, fleet: &FleetSnapshot) {
+    nodes_by_kind(registry, fleet);
     let (cells, speed, requeued) = (
         IntFamily::default(),
         FloatFamily::default(),

@@ -362,6 +362,7 @@ impl Fleet {
                 alive: n.alive,
                 draining: n.draining,
                 slow: n.stats.slow,
+                incompatible: n.incompatible.is_some(),
                 gpu: !n.telemetry.is_empty()
                     || self
                         .gpu_slots
