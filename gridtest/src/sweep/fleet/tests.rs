@@ -199,3 +199,28 @@ fn energy_is_the_counters_rise_per_device_over_the_sweep() {
     assert!((energy["a/gpu0"] - 600.5).abs() < 1e-9);
     assert!((energy["a/gpu1"] - 1.0).abs() < 1e-9);
 }
+
+#[test]
+fn a_node_running_other_code_is_recorded_once_with_its_first_reason() {
+    let t0 = Instant::now();
+    let mut fleet = Fleet::new(FleetRules::default(), t0);
+    fleet.seen("a", t0);
+    fleet.seen("b", t0);
+    assert!(!fleet.is_incompatible("b"));
+    assert!(
+        fleet.incompatible("b", "strategy version", t0),
+        "the first refusal"
+    );
+    assert!(
+        !fleet.incompatible("b", "another reason", t0),
+        "a later one"
+    );
+    assert!(fleet.is_incompatible("b") && !fleet.is_incompatible("a"));
+    assert_eq!(
+        fleet.incompatible_nodes(),
+        BTreeMap::from([("b".to_owned(), "strategy version".to_owned())])
+    );
+    let (snapshot, _) = fleet.snapshot();
+    assert!(snapshot.iter().any(|n| n.name == "b" && n.incompatible));
+    assert!(snapshot.iter().any(|n| n.name == "a" && !n.incompatible));
+}
