@@ -1,9 +1,12 @@
 //! The head at fleet scale: one head (this process, no local scorers) and `--nodes` worker
-//! processes of this binary (1 000 by default), each a node with its own name and its own
-//! authenticated session, one scorer each, all on 127.0.0.1.
+//! nodes (1 000 by default), each with its own name and its own authenticated session, one
+//! scorer each, all on 127.0.0.1. The nodes run as `--nodes / --per-process` worker processes
+//! of this binary (`--nodes-per-process`: each node of a process has its own node server,
+//! session, node agent and scorer), so that one machine can hold a thousand nodes without a
+//! thousand runtimes competing for its cores.
 //!
-//! Run with `cargo run --release -p gridtest-examples --example fleet_bench` (`--nodes 100` for a
-//! quick look). Three sweeps, the same workers throughout (they re-dial between sweeps):
+//! Run with `cargo run --release -p gridtest-examples --example fleet_bench -- --per-process 20`
+//! (`--nodes 100` for a quick look). Three sweeps, the same workers throughout (they re-dial between sweeps):
 //!
 //! * **Cheap units** (a strategy that does nothing; units of 4 parameter sets × 100 ticks,
 //!   `--cheap-per-node` units per node): units leased and completed per second, and the lease
@@ -15,7 +18,7 @@
 //! * **Loss of `--lose` nodes at once**: during a sweep of one-second units (`--loss-per-node`
 //!   per node, so that it outlasts the 5 s node timeout), that many workers
 //!   are frozen (SIGSTOP: silent, no FIN, no RST — the hard case; a killed process's sessions
-//!   close at once). Time from the freeze until the head has reported every one of them lost and
+//!   close at once): `--lose / --per-process` whole processes. Time from the freeze until the head has reported every one of them lost and
 //!   put its units back in the queue (its `node_lost` status events), and the sweep still ends
 //!   with every cell (the frozen workers are then killed).
 //!
@@ -83,9 +86,12 @@ impl Strategy for Quarter {
 struct Cli {
     #[command(flatten)]
     run: RunArgs,
-    /// Worker nodes (processes).
+    /// Worker nodes.
     #[arg(long, default_value_t = 1_000)]
     nodes: usize,
+    /// Worker nodes per worker process (it must divide `--nodes` and `--lose`).
+    #[arg(long, default_value_t = 1)]
+    per_process: usize,
     /// Cheap units per node.
     #[arg(long, default_value_t = 20)]
     cheap_per_node: u32,
@@ -118,9 +124,14 @@ fn sweep(strategy: &str, units: u64) -> anyhow::Result<Sweep> {
         .data(DATA))
 }
 
-/// Starts `n` workers that dial each sweep's head (one port per sweep: a head's port is not
-/// free again at once).
-fn spawn_workers(n: usize, ports: &[u16], idle: bool) -> anyhow::Result<Vec<Child>> {
+/// Starts `n` worker processes of `per_process` nodes each that dial each sweep's head (one port
+/// per sweep: a head's port is not free again at once).
+fn spawn_workers(
+    n: usize,
+    per_process: usize,
+    ports: &[u16],
+    idle: bool,
+) -> anyhow::Result<Vec<Child>> {
     let exe = std::env::current_exe()?;
     let seeds: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let seeds = seeds.join(",");
@@ -147,6 +158,7 @@ fn spawn_workers(n: usize, ports: &[u16], idle: bool) -> anyhow::Result<Vec<Chil
                     "0",
                 ])
                 .args(["--node-name", &format!("fleet-w{i}")])
+                .args(["--nodes-per-process", &per_process.to_string()])
                 .env("RUST_LOG", "error")
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -295,11 +307,17 @@ fn main() -> anyhow::Result<()> {
     };
     synth::ensure_blocking(&Dataset::try_new(DATA, DataKind::Ticks)?, &spec)?;
     let ports = free_ports(3)?;
-    let n = cli.nodes;
+    let (n, k) = (cli.nodes, cli.per_process.max(1));
+    ensure!(
+        n % k == 0 && cli.lose % k == 0,
+        "--per-process {k} must divide --nodes {n} and --lose {}",
+        cli.lose
+    );
     let started = Instant::now();
-    let mut workers = spawn_workers(n, &ports, cli.idle_workers)?;
+    let mut workers = spawn_workers(n / k, k, &ports, cli.idle_workers)?;
     println!(
-        "{n} worker processes started in {:.1}s",
+        "{n} worker nodes in {} processes started in {:.1}s",
+        n / k,
         started.elapsed().as_secs_f64()
     );
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -358,12 +376,22 @@ fn phases(
     let info = b.results.run_info().context("run info")?;
     let busy: f64 = info.nodes.values().map(|s| s.busy.as_secs_f64()).sum();
     let overhead = 1.0 - busy / (wall * info.nodes.len() as f64);
+    let latency = &b.opts.progress.fleet().lease_latency;
+    let q = |q: f64| {
+        latency
+            .quantile(q)
+            .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+    };
     println!(
         "(b) one-second units: {units} units over {} nodes in {wall:.2}s (ideal {}s); \
-         coordination overhead {:.2}% (scorer time not spent on units); head CPU {:.0}% of a core",
+         coordination overhead {:.2}% (scorer time not spent on units); lease latency \
+         p50 ≤ {:.2} ms, p99 ≤ {:.2} ms ({} leases timed); head CPU {:.0}% of a core",
         info.nodes.len(),
         units.div_ceil(n as u64),
         overhead * 100.0,
+        q(0.5),
+        q(0.99),
+        latency.count(),
         cpu_share(&b) * 100.0
     );
     print_arrival("(b)", &b.opts.progress.fleet());
@@ -371,7 +399,12 @@ fn phases(
     // (c) Loss of `lose` nodes at once.
     let units = n as u64 * u64::from(cli.loss_per_node);
     let lossy = sweep("fleet_quarter", units)?;
-    let victims: Vec<u32> = workers.iter().take(cli.lose).map(Child::id).collect();
+    let per_process = cli.per_process.max(1);
+    let victims: Vec<u32> = workers
+        .iter()
+        .take(cli.lose / per_process)
+        .map(Child::id)
+        .collect();
     let status = dir.join("c.jsonl");
     let (tx, rx) = std::sync::mpsc::channel();
     let cells = usize::try_from(units / 2).unwrap_or(usize::MAX); // an eighth of the cells
@@ -397,8 +430,9 @@ fn phases(
     let last = lost.iter().map(|(at, _)| *at).max().unwrap_or(froze_ms);
     let requeued: usize = lost.iter().map(|(_, r)| r).sum();
     println!(
-        "(c) {} nodes frozen at once: {} reported lost, the last {:.2}s after the freeze, \
+        "(c) {} nodes ({} processes) frozen at once: {} reported lost, the last {:.2}s after the freeze, \
          {requeued} units put back; sweep complete ({} cells, none missing) in {:.2}s; head CPU {:.0}% of a core",
+        victims.len() * per_process,
         victims.len(),
         lost.len(),
         last.saturating_sub(froze_ms) as f64 / 1e3,

@@ -670,6 +670,58 @@ fn a_node_running_other_code_is_refused_and_its_units_go_elsewhere() {
 }
 
 #[test]
+fn one_process_can_be_several_nodes_each_with_its_own_session() {
+    let _serial = serial();
+    // No work until all four nodes have asked: each of the process's three gets leases.
+    let mut c = Cluster::with_head(&["--wait-for-nodes", "4"]);
+    c.start_worker("w1", COOKIE, &[]);
+    c.start_worker("multi", COOKIE, &["--nodes-per-process", "3"]);
+    let members = ["multi.0", "multi.1", "multi.2"];
+    c.wait_done(CELLS / 3);
+    // One process, three nodes: killing it loses each of them, each with its own units.
+    c.worker("multi").signal("KILL");
+    for name in members {
+        c.head().wait_event(
+            &format!("{name} lost"),
+            Duration::from_secs(20),
+            |e| matches!(e, StatusEvent::NodeLost { node, .. } if node == name),
+        );
+    }
+    let summary = c.finish();
+    let names: Vec<&str> = summary.nodes.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["multi.0", "multi.1", "multi.2", "w1"],
+        "each node of the process is a node of its own, none seen twice: {summary:?}"
+    );
+    let events = c.head().events();
+    for name in members {
+        assert!(
+            node(&summary, name).cells > 0,
+            "{name} made cells final: {summary:?}"
+        );
+        assert_eq!(
+            node(&summary, name).requeued,
+            requeued_on_loss(&events, name) as u64,
+            "{name}: the units it held, and only those, went back: {events:?}"
+        );
+    }
+    let lost: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            StatusEvent::NodeLost { node, .. } => Some(node.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!lost.contains(&"w1"), "w1 was never lost: {events:?}");
+    assert_eq!(
+        summary.ledger.requeued,
+        summary.nodes.values().map(|n| n.requeued).sum::<u64>(),
+        "{summary:?}"
+    );
+}
+
+#[test]
 fn sigterm_drains_a_worker_which_exits_cleanly() {
     let _serial = serial();
     let mut c = Cluster::start(3);

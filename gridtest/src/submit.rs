@@ -242,7 +242,7 @@ pub(crate) async fn connect(args: &HeadArgs) -> Result<ActorRef<CoordinatorMsg>>
         tracing::warn!("{warning}");
     }
     let tls = config.tls.as_ref().map(Tls::load).transpose()?;
-    let node::Node { server, mut events } = node::start(&config)
+    let node::Node { server, mut events } = node::start(&config, SCOPE)
         .await
         .map_err(|e| Error::actors("starting the node server", e))?;
     transport::dial(&server, &args.head, tls.as_ref()).await?;

@@ -45,6 +45,9 @@ pub struct ClusterConfig {
     pub cookie: String,
     /// Node name.
     pub node_name: String,
+    /// Worker nodes this process joins as (1 but for load tests; more are named
+    /// `<node_name>.<i>`, each with its own session, node agent and scorers).
+    pub nodes_per_process: usize,
     /// Results root.
     pub results: Option<crate::storage::Location>,
     /// Heartbeat period.

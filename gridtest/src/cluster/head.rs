@@ -78,7 +78,7 @@ async fn start_network(
     status: &StatusLog,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let tls = config.tls.as_ref().map(Tls::load).transpose()?;
-    let node::Node { server, mut events } = node::start(config)
+    let node::Node { server, mut events } = node::start(config, SCOPE)
         .await
         .map_err(|e| Error::actors("starting the node server", e))?;
     let listen = config.listen.as_deref().unwrap_or("0.0.0.0:7000");

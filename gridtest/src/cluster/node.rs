@@ -13,6 +13,7 @@ use rustls::sign::CertifiedKey;
 use tokio::sync::mpsc;
 
 use super::config::ClusterConfig;
+use crate::actors::messages::SCOPE;
 
 /// A session event, with the peer's node name when known and the session it concerns.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,11 +120,14 @@ fn refuse_every_connection() -> IncomingEncryptionMode {
 }
 
 /// Starts the node server (its own listener, bound to an unused loopback port, refuses every
-/// connection: they come from [`crate::transport`]) and subscribes to its events.
+/// connection: they come from [`crate::transport`]) and subscribes to its events. Its sessions
+/// exchange the process groups of `scope` only, which peers know as the cluster's
+/// [`SCOPE`]: a node of several in one process (`--nodes-per-process`) keeps its actors in a
+/// scope of its own, and its session carries no other node's actors.
 ///
 /// # Errors
 /// A message if the actor cannot start.
-pub async fn start(config: &ClusterConfig) -> Result<Node, String> {
+pub async fn start(config: &ClusterConfig, scope: &str) -> Result<Node, String> {
     let host = config
         .listen
         .as_deref()
@@ -138,7 +142,8 @@ pub async fn start(config: &ClusterConfig) -> Result<Node, String> {
         None,
     )
     .with_listen_addr(std::net::Ipv4Addr::LOCALHOST.into())
-    .with_max_inbound_frame_size(config.max_frame_bytes);
+    .with_max_inbound_frame_size(config.max_frame_bytes)
+    .with_scope(scope.to_owned(), SCOPE.to_owned());
     let (server, _) = Actor::spawn(None, server, ())
         .await
         .map_err(|e| format!("cannot start the node server: {e}"))?;
@@ -151,3 +156,6 @@ pub async fn start(config: &ClusterConfig) -> Result<Node, String> {
         .map_err(|e| format!("cannot subscribe to node events: {e}"))?;
     Ok(Node { server, events })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,10 @@
 //! A worker: joins the head (re-dialling with back-off whenever the session drops, resolving
 //! the address afresh each time), runs a node agent with its scorers until SIGTERM or SIGINT,
 //! then drains: the units in hand are finished within the grace period, or handed back.
+//!
+//! For load tests of a head, one process can be several worker nodes (`--nodes-per-process`):
+//! each has its own node server, authenticated session, node agent and scorers, in a
+//! process-group scope of its own that its session alone exchanges with the head.
 
 use std::time::{Duration, Instant};
 
@@ -21,8 +25,8 @@ const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest pause between dial attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-fn supervisors() -> Vec<ActorRef<SupervisorMsg>> {
-    ractor::pg::get_scoped_members(&SCOPE.to_owned(), &SUPERVISORS.to_owned())
+fn supervisors(scope: &str) -> Vec<ActorRef<SupervisorMsg>> {
+    ractor::pg::get_scoped_members(&scope.to_owned(), &SUPERVISORS.to_owned())
         .into_iter()
         .map(ActorRef::from)
         .collect()
@@ -152,30 +156,56 @@ async fn stay_joined(
     }
 }
 
-/// Runs this process as a worker until SIGTERM/SIGINT (then drains and returns `Ok`), or until
-/// it cannot join the cluster.
-///
-/// # Errors
-/// [`Error::Transport`] if the node cannot listen or never joins, [`Error::Actors`] if its
-/// actors cannot start.
-pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
-    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
-    let node::Node { server, events } = node::start(config)
+/// One node of this process: its node server (its own session to the head), its node agent
+/// and scorers in a process-group scope of its own, and the task that keeps it joined.
+struct Member {
+    config: ClusterConfig,
+    scope: String,
+    server: ActorRef<ractor_cluster::NodeServerMessage>,
+    agent: ActorRef<NodeAgentMsg>,
+    agent_task: tokio::task::JoinHandle<()>,
+    joined: tokio::task::JoinHandle<std::result::Result<(), String>>,
+}
+
+/// The nodes this process joins as: itself, or for a load test `<name>.<i>` for each of
+/// `--nodes-per-process`, each in a scope of its own (the cluster's [`SCOPE`] to its peers).
+fn members_of(config: &ClusterConfig) -> Vec<(ClusterConfig, String)> {
+    if config.nodes_per_process <= 1 {
+        return vec![(config.clone(), SCOPE.to_owned())];
+    }
+    (0..config.nodes_per_process)
+        .map(|i| {
+            let name = format!("{}.{i}", config.node_name);
+            let scope = format!("{SCOPE}@{name}");
+            let member = ClusterConfig {
+                node_name: name,
+                ..config.clone()
+            };
+            (member, scope)
+        })
+        .collect()
+}
+
+/// Starts one node of this process: node server (listening if asked, for a single node only),
+/// node agent and the task that keeps it joined.
+async fn start_member(
+    opts: &RunOptions,
+    config: ClusterConfig,
+    scope: String,
+    loader: &ActorRef<crate::actors::ShardLoaderMsg>,
+    tls: Option<Tls>,
+) -> Result<Member> {
+    let node::Node { server, events } = node::start(&config, &scope)
         .await
         .map_err(|e| Error::actors("starting the node server", e))?;
-    if let Some(listen) = &config.listen {
+    if let Some(listen) = config
+        .listen
+        .as_ref()
+        .filter(|_| config.nodes_per_process <= 1)
+    {
         let bound = transport::listen(server.clone(), listen, tls.clone()).await?;
         tracing::info!(listen = %bound, "worker listening");
     }
-    let (loader, loader_task) = Actor::spawn(
-        None,
-        ShardLoader,
-        ShardLoaderArgs {
-            budget_bytes: opts.cache_bytes,
-        },
-    )
-    .await
-    .map_err(|e| Error::actors("starting the shard loader", e))?;
     let backends =
         crate::actors::required_backend_slots(opts.backends.as_ref()).map_err(|problem| {
             Error::Config {
@@ -192,51 +222,101 @@ pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()>
             rpc_timeout: config.heartbeat.max(Duration::from_secs(2)) * 3,
             idle_retry: Duration::from_millis(50),
             backends,
-            scope: SCOPE.to_owned(),
+            scope: scope.clone(),
         },
     )
     .await
     .map_err(|e| Error::actors("starting the node agent", e))?;
-    let mut joined = tokio::spawn(stay_joined(
+    let joined = tokio::spawn(stay_joined(
         server.clone(),
         events,
         config.clone(),
         tls,
         opts.status.clone(),
     ));
-    let mut agent_task = agent_task;
+    Ok(Member {
+        config,
+        scope,
+        server,
+        agent,
+        agent_task,
+        joined,
+    })
+}
+
+/// Runs this process as a worker (one node, or `--nodes-per-process` of them) until SIGTERM or
+/// SIGINT (then drains and returns `Ok`), or until a node cannot join the cluster.
+///
+/// # Errors
+/// [`Error::Transport`] if a node cannot listen or never joins, [`Error::Actors`] if its
+/// actors cannot start.
+pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
+    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
+    if config.nodes_per_process > 1 && config.listen.is_some() {
+        tracing::warn!("--listen is ignored with --nodes-per-process: the nodes dial the head");
+    }
+    let (loader, loader_task) = Actor::spawn(
+        None,
+        ShardLoader,
+        ShardLoaderArgs {
+            budget_bytes: opts.cache_bytes,
+        },
+    )
+    .await
+    .map_err(|e| Error::actors("starting the shard loader", e))?;
+    let mut members = Vec::with_capacity(config.nodes_per_process);
+    for (member, scope) in members_of(config) {
+        members.push(start_member(opts, member, scope, &loader, tls.clone()).await?);
+    }
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|source| Error::Signal {
         signal: "SIGTERM",
         source,
     })?;
+    let (joins, agents): (Vec<_>, Vec<_>) = members
+        .iter_mut()
+        .map(|m| (&mut m.joined, &mut m.agent_task))
+        .unzip();
+    let (ended, stopped) = (
+        futures::future::select_all(joins),
+        futures::future::select_all(agents),
+    );
     let outcome = tokio::select! {
         _ = terminate.recv() => Ok(true),
         _ = tokio::signal::ctrl_c() => Ok(true),
-        r = &mut joined => match r {
+        (r, _, _) = ended => match r {
             Ok(Err(e)) => Err(Error::Transport(TransportError::Join(e))),
             _ => Ok(false),
         },
-        _ = &mut agent_task => Ok(false),
+        _ = stopped => Ok(false),
     };
     if outcome? {
-        let handed_back = drain(&agent, &mut agent_task, config).await;
+        let drained = futures::future::join_all(members.iter_mut().map(drain)).await;
+        let handed_back = drained.into_iter().any(|handed_back| handed_back);
         opts.status.emit(StatusEvent::Drained { handed_back });
     }
-    joined.abort();
+    for member in &members {
+        member.joined.abort();
+        member.agent.stop(None);
+    }
     loader.stop(None);
     let _ = loader_task.await;
-    server.stop(None);
+    for member in &members {
+        member.server.stop(None);
+    }
     Ok(())
 }
 
 /// SIGTERM: the node agent finishes its units within the drain grace, else hands them back;
 /// then the last reports are flushed to the head.
-async fn drain(
-    agent: &ActorRef<NodeAgentMsg>,
-    agent_task: &mut tokio::task::JoinHandle<()>,
-    config: &ClusterConfig,
-) -> bool {
+async fn drain(member: &mut Member) -> bool {
+    let Member {
+        config,
+        scope,
+        agent,
+        agent_task,
+        ..
+    } = member;
     tracing::info!(node = %config.node_name, grace = ?config.drain_grace, "SIGTERM: draining");
     let _ = agent.cast(NodeAgentMsg::Drain);
     let handed_back = tokio::time::timeout(config.drain_grace, agent_task)
@@ -244,13 +324,13 @@ async fn drain(
         .is_err();
     if handed_back {
         tracing::warn!(node = %config.node_name, "drain grace over: handing the units back");
-        for sup in supervisors() {
+        for sup in supervisors(scope) {
             let _ = sup.cast(SupervisorMsg::ReleaseNode(config.node_name.clone()));
         }
         agent.stop(None);
     }
     // Make sure the last reports (and the hand-back) reached the head before exiting.
-    for sup in supervisors() {
+    for sup in supervisors(scope) {
         let _ = sup
             .call(SupervisorMsg::Barrier, Some(Duration::from_secs(2)))
             .await;

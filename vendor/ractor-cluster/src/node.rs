@@ -222,6 +222,29 @@ pub struct NodeServer {
     connection_mode: NodeConnectionMode,
     listen_addr: Option<IpAddr>,
     max_inbound_frame_size: u64,
+    scope: Option<ScopeAlias>,
+}
+
+/// The one process-group scope that a [NodeServer]'s sessions synchronise, and the name its
+/// peers know it by (see [`NodeServer::with_scope`]). gridtest patch, not in upstream 0.16.5.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeAlias {
+    /// The scope in this process.
+    pub local: String,
+    /// The scope as the peers see it.
+    pub remote: String,
+}
+
+impl ScopeAlias {
+    /// The local scope for a scope a peer named, if this server exchanges it.
+    pub fn to_local(&self, remote: &str) -> Option<String> {
+        (remote == self.remote).then(|| self.local.clone())
+    }
+
+    /// The peers' name for a local scope, if this server exchanges it.
+    pub fn to_remote(&self, local: &str) -> Option<String> {
+        (local == self.local).then(|| self.remote.clone())
+    }
 }
 
 impl NodeServer {
@@ -250,7 +273,24 @@ impl NodeServer {
             connection_mode: connection_mode.unwrap_or(NodeConnectionMode::Isolated),
             listen_addr: None,
             max_inbound_frame_size: DEFAULT_MAX_INBOUND_FRAME_SIZE,
+            scope: None,
         }
+    }
+
+    /// Make this server's sessions exchange one process-group scope only: the groups of
+    /// `local` (in this process) are advertised to peers as groups of `remote`, the peers'
+    /// groups of `remote` join `local` here, and their other scopes are ignored. Only the
+    /// members of those groups are advertised to peers (not every actor spawned in the
+    /// process), and only they can receive messages from peers.
+    ///
+    /// Without it (the default) every session synchronises every scope and advertises every
+    /// remotable actor of the process, as upstream does. With it, one process can hold several
+    /// nodes, each with its own [NodeServer], its own session to a peer, and its actors in a
+    /// scope of its own, without any node's session carrying another node's actors.
+    /// (gridtest patch, not in upstream 0.16.5.)
+    pub fn with_scope(mut self, local: String, remote: String) -> Self {
+        self.scope = Some(ScopeAlias { local, remote });
+        self
     }
 
     /// Set a custom listen address for the TCP listener.
@@ -351,7 +391,6 @@ pub trait NodeEventSubscription: Send + 'static {
 pub struct NodeServerState {
     listener: ActorRef<crate::net::ListenerMessage>,
     node_sessions: HashMap<ActorId, NodeServerSessionInformation>,
-    node_id_counter: NodeId,
     this_node_name: auth_protocol::NameMessage,
     subscriptions: HashMap<String, Box<dyn NodeEventSubscription>>,
     connection_ids: HashMap<ActorId, Option<NonZeroU64>>,
@@ -585,6 +624,16 @@ impl NodeServerState {
     }
 }
 
+/// The id of a new session, unique in the process rather than in its [NodeServer]: a peer's
+/// actors are known here as `ActorId::Remote { node_id, pid }`, and process groups leave by
+/// id, so two servers of one process each numbering their sessions from 0 would give a peer
+/// seen through both the same ids, and one session ending would take the other's actors out
+/// of their groups. (gridtest patch, not in upstream 0.16.5: there the counter is per server.)
+fn next_node_id() -> NodeId {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 #[cfg_attr(feature = "async-trait", ractor::async_trait)]
 impl Actor for NodeServer {
     type Msg = NodeServerMessage;
@@ -608,7 +657,6 @@ impl Actor for NodeServer {
         Ok(Self::State {
             node_sessions: HashMap::new(),
             listener: actor_ref,
-            node_id_counter: 0,
             this_node_name: auth_protocol::NameMessage {
                 flags: Some(auth_protocol::NodeFlags {
                     version: PROTOCOL_VERSION,
@@ -631,7 +679,7 @@ impl Actor for NodeServer {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             Self::Msg::ConnectionOpened { stream, is_server } => {
-                let node_id = state.node_id_counter;
+                let node_id = next_node_id();
                 let peer_addr = stream.peer_addr().to_string();
                 if let Ok((actor, _)) = Actor::spawn_linked(
                     None,
@@ -643,7 +691,8 @@ impl Actor for NodeServer {
                         state.this_node_name.clone(),
                         self.connection_mode,
                     )
-                    .with_max_inbound_frame_size(self.max_inbound_frame_size),
+                    .with_max_inbound_frame_size(self.max_inbound_frame_size)
+                    .with_scope(self.scope.clone()),
                     *stream,
                     myself.get_cell(),
                 )
@@ -659,7 +708,6 @@ impl Actor for NodeServer {
                         sub.node_session_opened(ses.clone());
                     }
                     state.node_sessions.insert(actor.get_id(), ses);
-                    state.node_id_counter += 1;
                 } else {
                     // failed to startup actor, drop the socket
                     tracing::warn!("Failed to startup `NodeSession`, dropping connection");
@@ -679,7 +727,7 @@ impl Actor for NodeServer {
                     writer,
                 });
 
-                let node_id = state.node_id_counter;
+                let node_id = next_node_id();
                 // Prefer label if present for diagnostics, else fall back to placeholder address
                 let peer_addr = peer_label.unwrap_or_else(|| "external".to_string());
 
@@ -693,7 +741,8 @@ impl Actor for NodeServer {
                         state.this_node_name.clone(),
                         self.connection_mode,
                     )
-                    .with_max_inbound_frame_size(self.max_inbound_frame_size),
+                    .with_max_inbound_frame_size(self.max_inbound_frame_size)
+                    .with_scope(self.scope.clone()),
                     *external_stream,
                     myself.get_cell(),
                 )
@@ -709,7 +758,6 @@ impl Actor for NodeServer {
                         sub.node_session_opened(ses.clone());
                     }
                     state.node_sessions.insert(actor.get_id(), ses);
-                    state.node_id_counter += 1;
                 } else {
                     tracing::warn!(
                         "Failed to startup `NodeSession` for external transport, dropping connection"

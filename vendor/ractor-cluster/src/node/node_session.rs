@@ -115,6 +115,8 @@ pub struct NodeSession {
     connection_mode: super::NodeConnectionMode,
     max_inbound_frame_size: u64,
     connection_id: u64,
+    /// The one scope this session exchanges, if its server has one (gridtest patch).
+    scope: Option<super::ScopeAlias>,
 }
 
 impl NodeSession {
@@ -143,6 +145,7 @@ impl NodeSession {
             this_node_name: node_name,
             connection_mode,
             max_inbound_frame_size: super::DEFAULT_MAX_INBOUND_FRAME_SIZE,
+            scope: None,
             connection_id: if is_server {
                 0
             } else {
@@ -168,6 +171,30 @@ impl NodeSession {
     pub fn with_max_inbound_frame_size(mut self, max_frame_size: u64) -> Self {
         self.max_inbound_frame_size = max_frame_size;
         self
+    }
+
+    /// Exchange only this scope's process groups (see [`super::NodeServer::with_scope`]);
+    /// `None` exchanges every scope. (gridtest patch, not in upstream 0.16.5.)
+    pub fn with_scope(mut self, scope: Option<super::ScopeAlias>) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// The name under which a local scope is sent to the peer, or `None` when this session
+    /// does not exchange it.
+    fn scope_to_remote(&self, local: String) -> Option<String> {
+        match &self.scope {
+            None => Some(local),
+            Some(alias) => alias.to_remote(&local),
+        }
+    }
+
+    /// The local scope for a scope the peer sent, or `None` when this session ignores it.
+    fn scope_to_local(&self, remote: String) -> Option<String> {
+        match &self.scope {
+            None => Some(remote),
+            Some(alias) => alias.to_local(&remote),
+        }
     }
 }
 
@@ -574,7 +601,11 @@ impl NodeSession {
                 control_protocol::control_message::Msg::Pong(pong) => {
                     state.handle_pong(pong);
                 }
-                control_protocol::control_message::Msg::PgJoin(join) => {
+                control_protocol::control_message::Msg::PgJoin(mut join) => {
+                    let Some(scope) = self.scope_to_local(join.scope) else {
+                        return Ok(());
+                    };
+                    join.scope = scope;
                     let mut cells = vec![];
                     for control_protocol::Actor { name, pid } in join.actors {
                         match self
@@ -600,7 +631,11 @@ impl NodeSession {
                         ractor::pg::join_scoped(join.scope, join.group, cells);
                     }
                 }
-                control_protocol::control_message::Msg::PgLeave(leave) => {
+                control_protocol::control_message::Msg::PgLeave(mut leave) => {
+                    let Some(scope) = self.scope_to_local(leave.scope) else {
+                        return Ok(());
+                    };
+                    leave.scope = scope;
                     let mut cells = vec![];
                     for control_protocol::Actor { pid, .. } in leave.actors {
                         if let Some(actor) = state.remote_actors.get(&pid) {
@@ -725,9 +760,11 @@ impl NodeSession {
         // setup PID monitoring
         ractor::registry::pid_registry::monitor(myself.get_cell());
 
-        // Scan all PIDs and spawn them on the remote host
+        // Scan all PIDs and spawn them on the remote host (under a scope, only the scope's
+        // group members are advertised, with the groups below)
         let pids = ractor::registry::pid_registry::get_all_pids()
             .into_iter()
+            .filter(|_| self.scope.is_none())
             .filter(|act| act.supports_remoting())
             .map(|a| control_protocol::Actor {
                 name: a.get_name(),
@@ -760,6 +797,9 @@ impl NodeSession {
         // Scan all scopes with their PG groups + synchronize them
         let scopes_and_groups = which_scopes_and_groups();
         for key in scopes_and_groups {
+            let Some(scope) = self.scope_to_remote(key.get_scope()) else {
+                continue;
+            };
             let local_members = get_scoped_local_members(&key.get_scope(), &key.get_group())
                 .into_iter()
                 .filter(|v| v.supports_remoting())
@@ -768,11 +808,16 @@ impl NodeSession {
                     pid: act.get_id().pid(),
                 })
                 .collect::<Vec<_>>();
+            if self.scope.is_some() {
+                state
+                    .advertised_local_pids
+                    .extend(local_members.iter().map(|actor| actor.pid));
+            }
             if !local_members.is_empty() {
                 let control_message = control_protocol::ControlMessage {
                     msg: Some(control_protocol::control_message::Msg::PgJoin(
                         control_protocol::PgJoin {
-                            scope: key.get_scope(),
+                            scope,
                             group: key.get_group(),
                             actors: local_members,
                         },
@@ -1252,6 +1297,9 @@ impl Actor for NodeSession {
             // ======== Lifecycle event handlers (PG groups + PID registry) ======== //
             SupervisionEvent::ProcessGroupChanged(change) => match change {
                 GroupChangeMessage::Join(scope, group, actors) => {
+                    let Some(scope) = self.scope_to_remote(scope) else {
+                        return Ok(());
+                    };
                     let filtered = actors
                         .into_iter()
                         .filter(|act| act.supports_remoting())
@@ -1260,6 +1308,11 @@ impl Actor for NodeSession {
                             pid: act.get_id().pid(),
                         })
                         .collect::<Vec<_>>();
+                    if self.scope.is_some() {
+                        state
+                            .advertised_local_pids
+                            .extend(filtered.iter().map(|actor| actor.pid));
+                    }
                     if !filtered.is_empty() {
                         let msg = control_protocol::ControlMessage {
                             msg: Some(control_protocol::control_message::Msg::PgJoin(
@@ -1274,6 +1327,9 @@ impl Actor for NodeSession {
                     }
                 }
                 GroupChangeMessage::Leave(scope, group, actors) => {
+                    let Some(scope) = self.scope_to_remote(scope) else {
+                        return Ok(());
+                    };
                     let filtered = actors
                         .into_iter()
                         .filter(|act| act.supports_remoting())
@@ -1298,7 +1354,7 @@ impl Actor for NodeSession {
             },
             SupervisionEvent::PidLifecycleEvent(pid) => match pid {
                 PidLifecycleEvent::Spawn(who) => {
-                    if who.supports_remoting() {
+                    if who.supports_remoting() && self.scope.is_none() {
                         state.advertised_local_pids.insert(who.get_id().pid());
                         let msg = control_protocol::ControlMessage {
                             msg: Some(control_protocol::control_message::Msg::Spawn(
@@ -1314,8 +1370,8 @@ impl Actor for NodeSession {
                     }
                 }
                 PidLifecycleEvent::Terminate(who) => {
-                    if who.supports_remoting() {
-                        state.advertised_local_pids.remove(&who.get_id().pid());
+                    let advertised = state.advertised_local_pids.remove(&who.get_id().pid());
+                    if who.supports_remoting() && (advertised || self.scope.is_none()) {
                         let msg = control_protocol::ControlMessage {
                             msg: Some(control_protocol::control_message::Msg::Terminate(
                                 control_protocol::Terminate {
