@@ -11,7 +11,8 @@
 //! * **Cheap units** (a strategy that does nothing; units of 4 parameter sets × 100 ticks,
 //!   `--cheap-per-node` units per node): units leased and completed per second, and the lease
 //!   latency each scorer measured (request to lease granted: the network, the supervisor's
-//!   queue and its work), merged at the head, p50 and p99.
+//!   queue and its work), merged at the head, p50 and p99 — apart for each scorer's first lease
+//!   of the sweep (it carries the sweep's context, and all come at once as the sweep starts).
 //! * **One-second units** (each unit sleeps 4 × 0.25 s in its strategy, so that a thousand
 //!   nodes fit two cores; `--slow-per-node` per node): coordination overhead = the share of
 //!   scorer time not spent on units, 1 − Σ busy / (compute wall × nodes).
@@ -183,6 +184,18 @@ fn print_arrival(phase: &str, fleet: &gridtest::progress::FleetSnapshot) {
         ms(queue, 0.5),
         ms(queue, 0.99),
         queue.count()
+    );
+}
+
+/// The scorers' first leases of the sweep (each with the sweep's context, all at its start).
+fn print_first_leases(phase: &str, fleet: &gridtest::progress::FleetSnapshot) {
+    let h = &fleet.first_lease_latency;
+    let ms = |q: f64| h.quantile(q).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    println!(
+        "{phase} first leases of the sweep (with its context): p50 ≤ {:.2} ms, p99 ≤ {:.2} ms ({} leases)",
+        ms(0.5),
+        ms(0.99),
+        h.count()
     );
 }
 
@@ -366,6 +379,7 @@ fn phases(
         cpu_share(&a) * 100.0
     );
     print_arrival("(a)", &a.opts.progress.fleet());
+    print_first_leases("(a)", &a.opts.progress.fleet());
 
     // (b) One-second units.
     let units = n as u64 * u64::from(cli.slow_per_node);
@@ -395,6 +409,7 @@ fn phases(
         cpu_share(&b) * 100.0
     );
     print_arrival("(b)", &b.opts.progress.fleet());
+    print_first_leases("(b)", &b.opts.progress.fleet());
 
     // (c) Loss of `lose` nodes at once.
     let units = n as u64 * u64::from(cli.loss_per_node);

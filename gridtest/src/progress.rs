@@ -53,8 +53,11 @@ pub struct FleetSnapshot {
     /// Every GPU scorer (`node/gpuD-K`) and its evaluations per second of scorer time.
     pub gpu_slots: Vec<(String, f64)>,
     /// How long scorers waited for their leases, merged over the nodes (as of their latest
-    /// heartbeat).
+    /// heartbeat), but for each scorer's first lease of the sweep: the steady state.
     pub lease_latency: LatencyHistogram,
+    /// How long scorers waited for their first lease of the sweep, which carries the sweep's
+    /// context and comes in one burst as the sweep starts.
+    pub first_lease_latency: LatencyHistogram,
     /// The head's share of it: how long lease requests took from the scorer's send to the
     /// supervisor's handling (network, session and mailbox), by the two machines' wall clocks,
     /// so meaningful only where they agree (one machine).

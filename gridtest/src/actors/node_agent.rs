@@ -50,6 +50,7 @@ pub struct NodeAgentState {
     cores: u32,
     memory_bytes: u64,
     lease_latency: Arc<LatencyRecorder>,
+    first_lease_latency: Arc<LatencyRecorder>,
 }
 
 /// The node agent actor.
@@ -81,6 +82,7 @@ impl NodeAgent {
             idle_retry: state.args.idle_retry,
             backend,
             lease_latency: Arc::clone(&state.lease_latency),
+            first_lease_latency: Arc::clone(&state.first_lease_latency),
             scope: state.args.scope.clone(),
         };
         let (scorer, _) = Actor::spawn_linked(None, Scorer, args, myself.get_cell()).await?;
@@ -126,6 +128,7 @@ impl Actor for NodeAgent {
             cores: u32::try_from(cores).unwrap_or(u32::MAX),
             memory_bytes: memory_bytes(),
             lease_latency: Arc::default(),
+            first_lease_latency: Arc::default(),
         })
     }
 
@@ -170,6 +173,7 @@ impl Actor for NodeAgent {
                         .filter_map(|b| b.telemetry())
                         .collect(),
                     lease_latency: state.lease_latency.histogram(),
+                    first_lease_latency: state.first_lease_latency.histogram(),
                 }));
             }
             NodeAgentMsg::UnitDone(evaluations) => {

@@ -62,8 +62,11 @@ pub struct ScorerArgs {
     pub idle_retry: Duration,
     /// A non-CPU engine (GPU slot); `None`: the CPU engine.
     pub backend: Option<Arc<dyn UnitBackend>>,
-    /// Where the time to be granted each lease is counted (the node's, reported to the head).
+    /// Where the time to be granted each lease is counted (the node's, reported to the head),
+    /// but for the first lease of a sweep (the one carrying its context)...
     pub lease_latency: Arc<LatencyRecorder>,
+    /// ... which is counted here.
+    pub first_lease_latency: Arc<LatencyRecorder>,
     /// The process-group scope its supervisors are found in.
     pub scope: String,
 }

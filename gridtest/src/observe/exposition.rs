@@ -134,11 +134,16 @@ fn lease_latency(registry: &mut Registry, fleet: &FleetSnapshot) {
     let h = &fleet.lease_latency;
     registry.register(
         "lease_latency_seconds",
-        "Time from a scorer's lease request to the lease granted, over the fleet (upper bounds of log2 buckets)",
+        "Time from a scorer's lease request to the lease granted, over the fleet, but for each scorer's first lease of a sweep (upper bounds of log2 buckets)",
         quantile_family(h),
     );
+    registry.register(
+        "first_lease_latency_seconds",
+        "The same for each scorer's first lease of a sweep, which carries the sweep's context and comes in a burst as it starts (upper bounds of log2 buckets)",
+        quantile_family(&fleet.first_lease_latency),
+    );
     let n: Gauge = Gauge::default();
-    n.set(int(h.count()));
+    n.set(int(h.count() + fleet.first_lease_latency.count()));
     registry.register(
         "leases",
         "Leases granted so far, as the nodes last reported",

@@ -47,8 +47,11 @@ pub struct NodeView {
     pub draining: bool,
     /// Its latest device readings (GPU nodes).
     pub telemetry: Vec<DeviceTelemetry>,
-    /// How long its scorers waited for their leases (as of its latest status).
+    /// How long its scorers waited for their leases (as of its latest status), but for each
+    /// scorer's first lease of the sweep.
     pub lease_latency: LatencyHistogram,
+    /// How long they waited for their first lease of the sweep (the one carrying its context).
+    pub first_lease_latency: LatencyHistogram,
     /// Why it takes no work of this sweep, if it runs other code than the sweep needs.
     pub incompatible: Option<String>,
     last_seen: Instant,
@@ -111,6 +114,7 @@ impl Fleet {
                 draining: false,
                 telemetry: Vec::new(),
                 lease_latency: LatencyHistogram::default(),
+                first_lease_latency: LatencyHistogram::default(),
                 incompatible: None,
                 last_seen: now,
             })
@@ -268,17 +272,36 @@ impl Fleet {
         newly_throttled
     }
 
-    /// A node's lease latencies so far (from its status).
-    pub fn lease_latency_of(&mut self, node: &str, latency: LatencyHistogram, now: Instant) {
-        self.node(node, now).lease_latency = latency;
+    /// A node's lease latencies so far (from its status): its scorers' first leases of the
+    /// sweep, and the others.
+    pub fn lease_latency_of(
+        &mut self,
+        node: &str,
+        first: LatencyHistogram,
+        later: LatencyHistogram,
+        now: Instant,
+    ) {
+        let view = self.node(node, now);
+        view.first_lease_latency = first;
+        view.lease_latency = later;
     }
 
-    /// Every node's lease latencies, merged.
+    /// Every node's lease latencies but for first leases, merged.
     #[must_use]
     pub fn lease_latency(&self) -> LatencyHistogram {
+        self.merged(|n| &n.lease_latency)
+    }
+
+    /// Every node's first-lease latencies, merged.
+    #[must_use]
+    pub fn first_lease_latency(&self) -> LatencyHistogram {
+        self.merged(|n| &n.first_lease_latency)
+    }
+
+    fn merged(&self, of: impl Fn(&NodeView) -> &LatencyHistogram) -> LatencyHistogram {
         let mut all = LatencyHistogram::default();
         for n in self.nodes.values() {
-            all.merge(&n.lease_latency);
+            all.merge(of(n));
         }
         all
     }

@@ -168,8 +168,12 @@ pub(super) async fn request_lease(
     match answer {
         Ok(CallResult::Success(Wire(Some(lease)))) => {
             let held = Duration::from_micros(lease.held_us);
-            args.lease_latency
-                .record(asked.elapsed().saturating_sub(held));
+            let recorder = if lease.context.is_some() {
+                &args.first_lease_latency
+            } else {
+                &args.lease_latency
+            };
+            recorder.record(asked.elapsed().saturating_sub(held));
             LeaseAnswer::Granted(Box::new(lease))
         }
         Ok(CallResult::Success(Wire(None))) => LeaseAnswer::NoWork,

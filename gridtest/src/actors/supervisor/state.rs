@@ -165,6 +165,7 @@ impl SupervisorState {
             nodes: fleet_nodes,
             gpu_slots,
             lease_latency: self.fleet.lease_latency(),
+            first_lease_latency: self.fleet.first_lease_latency(),
             lease_arrival: self.arrivals.histogram(),
             supervisor_queue: self.queue_delay.histogram(),
         });

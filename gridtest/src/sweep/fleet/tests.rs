@@ -224,3 +224,24 @@ fn a_node_running_other_code_is_recorded_once_with_its_first_reason() {
     assert!(snapshot.iter().any(|n| n.name == "b" && n.incompatible));
     assert!(snapshot.iter().any(|n| n.name == "a" && !n.incompatible));
 }
+
+#[test]
+fn first_leases_and_later_ones_are_merged_apart_over_the_nodes() {
+    let t0 = Instant::now();
+    let mut fleet = Fleet::new(FleetRules::default(), t0);
+    let histogram = |millis: &[u64]| {
+        let recorder = crate::progress::LatencyRecorder::default();
+        for ms in millis {
+            recorder.record(Duration::from_millis(*ms));
+        }
+        recorder.histogram()
+    };
+    fleet.lease_latency_of("a", histogram(&[300]), histogram(&[1, 2, 2]), t0);
+    fleet.lease_latency_of("b", histogram(&[400]), histogram(&[3]), t0);
+    // A later status replaces the node's histograms (they are cumulative on the node).
+    fleet.lease_latency_of("b", histogram(&[400]), histogram(&[3, 4]), t0);
+    let (first, later) = (fleet.first_lease_latency(), fleet.lease_latency());
+    assert_eq!((first.count(), later.count()), (2, 5));
+    assert!(first.quantile(0.5).unwrap() >= Duration::from_millis(300));
+    assert!(later.quantile(0.99).unwrap() <= Duration::from_millis(8));
+}
