@@ -165,12 +165,7 @@ impl ClusterArgs {
             (None, None) if pod_like => identity.clone(),
             (None, None) => format!("{host}-{}", std::process::id()),
         };
-        if self.nodes_per_process > 1 && role != Role::Worker {
-            return Err(format!(
-                "--nodes-per-process {} applies to workers only ({role_reason})",
-                self.nodes_per_process
-            ));
-        }
+        let nodes_per_process = self.nodes_per_process(role, &role_reason)?;
         let results = match (&self.results, role) {
             (Some(r), _) => Some(r.as_str()),
             (None, Role::Head) => Some("results"),
@@ -186,7 +181,7 @@ impl ClusterArgs {
             seeds,
             cookie,
             node_name,
-            nodes_per_process: self.nodes_per_process.max(1),
+            nodes_per_process,
             results,
             heartbeat: Duration::from_millis(self.heartbeat_ms.max(10)),
             node_timeout: Duration::from_millis(self.node_timeout_ms.max(20)),
@@ -228,6 +223,23 @@ impl ClusterArgs {
                 ),
             },
         }
+    }
+
+    /// Nodes this process joins as: several only for a worker that does not listen.
+    fn nodes_per_process(&self, role: Role, why: &str) -> Result<usize, String> {
+        let n = self.nodes_per_process;
+        if n > 1 && role != Role::Worker {
+            return Err(format!(
+                "--nodes-per-process {n} applies to workers only ({why})"
+            ));
+        }
+        if n > 1 && self.listen.is_some() {
+            return Err(format!(
+                "--nodes-per-process {n} and --listen: the nodes of one process dial the head, \
+                 none listens (one address cannot serve them all)"
+            ));
+        }
+        Ok(n.max(1))
     }
 
     /// Cluster flags on a local run are refused, not silently ignored.

@@ -186,8 +186,8 @@ fn members_of(config: &ClusterConfig) -> Vec<(ClusterConfig, String)> {
         .collect()
 }
 
-/// Starts one node of this process: node server (listening if asked, for a single node only),
-/// node agent and the task that keeps it joined.
+/// Starts one node of this process: node server (listening if asked: a single node only, the
+/// settings refuse `--listen` with several), node agent and the task that keeps it joined.
 async fn start_member(
     opts: &RunOptions,
     config: ClusterConfig,
@@ -198,11 +198,7 @@ async fn start_member(
     let node::Node { server, events } = node::start(&config, &scope)
         .await
         .map_err(|e| Error::actors("starting the node server", e))?;
-    if let Some(listen) = config
-        .listen
-        .as_ref()
-        .filter(|_| config.nodes_per_process <= 1)
-    {
+    if let Some(listen) = &config.listen {
         let bound = transport::listen(server.clone(), listen, tls.clone()).await?;
         tracing::info!(listen = %bound, "worker listening");
     }
@@ -252,9 +248,6 @@ async fn start_member(
 /// actors cannot start.
 pub async fn run_worker(opts: &RunOptions, config: &ClusterConfig) -> Result<()> {
     let tls = config.tls.as_ref().map(Tls::load).transpose()?;
-    if config.nodes_per_process > 1 && config.listen.is_some() {
-        tracing::warn!("--listen is ignored with --nodes-per-process: the nodes dial the head");
-    }
     let (loader, loader_task) = Actor::spawn(
         None,
         ShardLoader,

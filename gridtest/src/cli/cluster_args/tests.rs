@@ -184,6 +184,12 @@ fn several_nodes_per_process_are_for_workers_only() {
     };
     let refused = head.resolve_with_host("x").unwrap_err();
     assert!(refused.contains("--nodes-per-process 20"), "{refused}");
+    let listening = ClusterArgs {
+        listen: Some("0.0.0.0:7001".into()),
+        ..worker.clone()
+    };
+    let refused = listening.resolve_with_host("x").unwrap_err();
+    assert!(refused.contains("--listen"), "{refused}");
     let unset = ClusterArgs {
         nodes_per_process: 0,
         ..worker
