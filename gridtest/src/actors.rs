@@ -13,6 +13,7 @@
 //! Actors own their state and talk only by messages; CPU work runs off the async reactor.
 
 mod backend;
+mod lease_latency;
 mod ledger_writer;
 pub mod messages;
 mod node_agent;
@@ -26,6 +27,7 @@ pub use backend::{
     BACKEND_PROVIDERS, BackendProvider, BackendSettings, UnitBackend, backend_slots,
     required_backend_slots,
 };
+pub use lease_latency::{LeaseLatencySnapshot, SweepLeaseLatency};
 pub use ledger_writer::{LedgerWriter, LedgerWriterMsg, LedgerWriterState};
 pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};
 pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerState};

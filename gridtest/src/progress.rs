@@ -52,8 +52,9 @@ pub struct FleetSnapshot {
     pub nodes: Vec<NodeSnapshot>,
     /// Every GPU scorer (`node/gpuD-K`) and its evaluations per second of scorer time.
     pub gpu_slots: Vec<(String, f64)>,
-    /// How long scorers waited for their leases, merged over the nodes (as of their latest
-    /// heartbeat), but for each scorer's first lease of the sweep: the steady state.
+    /// How long scorers waited for their leases of this sweep, merged over the nodes (as of
+    /// their latest heartbeat), but for each scorer's first lease of the sweep: the steady
+    /// state. (A node counts each sweep apart: a pool's earlier sweeps are not in it.)
     pub lease_latency: LatencyHistogram,
     /// How long scorers waited for their first lease of the sweep, which carries the sweep's
     /// context and comes in one burst as the sweep starts.

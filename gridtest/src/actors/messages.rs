@@ -198,13 +198,10 @@ pub struct NodeStatus {
     /// Device readings of its backends (GPU clock, temperature, throttling).
     #[serde(default)]
     pub telemetry: Vec<DeviceTelemetry>,
-    /// How long its scorers waited for each lease granted so far, but for their first of a
-    /// sweep.
+    /// How long its scorers waited for their leases in the sweep they last leased from (a
+    /// sweep's head takes only its own sweep's).
     #[serde(default)]
-    pub lease_latency: crate::progress::LatencyHistogram,
-    /// How long they waited for their first lease of a sweep (the one with its context).
-    #[serde(default)]
-    pub first_lease_latency: crate::progress::LatencyHistogram,
+    pub lease_latency: crate::actors::LeaseLatencySnapshot,
 }
 
 /// Messages of a sweep supervisor (reachable from every node).

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::backend::UnitBackend;
+use super::lease_latency::SweepLeaseLatency;
 use super::scorer::{Scorer, ScorerArgs, ScorerMsg};
 use super::shard_loader::ShardLoaderMsg;
 use crate::actors::messages::{AGENTS, NodeAgentMsg, NodeStatus, SUPERVISORS, SupervisorMsg};
 use crate::actors::wire::Wire;
-use crate::progress::LatencyRecorder;
 use crate::sweep::{ScorerKind, WorkerId};
 
 /// Restarts allowed per scorer slot.
@@ -49,8 +49,7 @@ pub struct NodeAgentState {
     evaluations: u64,
     cores: u32,
     memory_bytes: u64,
-    lease_latency: Arc<LatencyRecorder>,
-    first_lease_latency: Arc<LatencyRecorder>,
+    lease_latency: Arc<SweepLeaseLatency>,
 }
 
 /// The node agent actor.
@@ -82,7 +81,6 @@ impl NodeAgent {
             idle_retry: state.args.idle_retry,
             backend,
             lease_latency: Arc::clone(&state.lease_latency),
-            first_lease_latency: Arc::clone(&state.first_lease_latency),
             scope: state.args.scope.clone(),
         };
         let (scorer, _) = Actor::spawn_linked(None, Scorer, args, myself.get_cell()).await?;
@@ -128,7 +126,6 @@ impl Actor for NodeAgent {
             cores: u32::try_from(cores).unwrap_or(u32::MAX),
             memory_bytes: memory_bytes(),
             lease_latency: Arc::default(),
-            first_lease_latency: Arc::default(),
         })
     }
 
@@ -172,8 +169,7 @@ impl Actor for NodeAgent {
                         .iter()
                         .filter_map(|b| b.telemetry())
                         .collect(),
-                    lease_latency: state.lease_latency.histogram(),
-                    first_lease_latency: state.first_lease_latency.histogram(),
+                    lease_latency: state.lease_latency.snapshot(),
                 }));
             }
             NodeAgentMsg::UnitDone(evaluations) => {

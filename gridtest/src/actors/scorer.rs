@@ -23,13 +23,13 @@ use lease::{
 };
 
 use super::backend::UnitBackend;
+use super::lease_latency::SweepLeaseLatency;
 use super::shard_loader::{LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg};
 use crate::actors::messages::{NodeAgentMsg, SupervisorMsg, SweepContext, UnitReport};
 use crate::actors::wire::Wire;
 use crate::data::{Dataset, ShardInfo, ShardReader};
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
-use crate::progress::LatencyRecorder;
 use crate::registry::{StrategyEntry, find_strategy};
 use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, WorkerId};
 
@@ -62,11 +62,9 @@ pub struct ScorerArgs {
     pub idle_retry: Duration,
     /// A non-CPU engine (GPU slot); `None`: the CPU engine.
     pub backend: Option<Arc<dyn UnitBackend>>,
-    /// Where the time to be granted each lease is counted (the node's, reported to the head),
-    /// but for the first lease of a sweep (the one carrying its context)...
-    pub lease_latency: Arc<LatencyRecorder>,
-    /// ... which is counted here.
-    pub first_lease_latency: Arc<LatencyRecorder>,
+    /// Where the time to be granted each lease is counted, per sweep (the node's, reported
+    /// to the head).
+    pub lease_latency: Arc<SweepLeaseLatency>,
     /// The process-group scope its supervisors are found in.
     pub scope: String,
 }

@@ -383,12 +383,12 @@ impl Actor for Supervisor {
                 state.agents.insert(agent, status.node.clone());
                 state.seen(&status.node);
                 let now = Instant::now();
-                state.fleet.lease_latency_of(
-                    &status.node,
-                    status.first_lease_latency,
-                    status.lease_latency,
-                    now,
-                );
+                let latency = status.lease_latency;
+                if latency.sweep.as_ref() == Some(&state.context.sweep_id) {
+                    state
+                        .fleet
+                        .lease_latency_of(&status.node, latency.first, latency.later, now);
+                }
                 if state.fleet.status(
                     &status.node,
                     status.draining,

@@ -168,12 +168,11 @@ pub(super) async fn request_lease(
     match answer {
         Ok(CallResult::Success(Wire(Some(lease)))) => {
             let held = Duration::from_micros(lease.held_us);
-            let recorder = if lease.context.is_some() {
-                &args.first_lease_latency
-            } else {
-                &args.lease_latency
-            };
-            recorder.record(asked.elapsed().saturating_sub(held));
+            args.lease_latency.record(
+                &lease.sweep_id,
+                lease.context.is_some(),
+                asked.elapsed().saturating_sub(held),
+            );
             LeaseAnswer::Granted(Box::new(lease))
         }
         Ok(CallResult::Success(Wire(None))) => LeaseAnswer::NoWork,
