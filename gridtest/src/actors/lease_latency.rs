@@ -55,6 +55,15 @@ pub struct LeaseLatencySnapshot {
     pub later: LatencyHistogram,
 }
 
+impl LeaseLatencySnapshot {
+    /// The histograms (first leases, later ones) if they are `sweep`'s, else `None`: what a
+    /// sweep's head takes from a node's heartbeat.
+    #[must_use]
+    pub fn of_sweep(self, sweep: &SweepId) -> Option<(LatencyHistogram, LatencyHistogram)> {
+        (self.sweep.as_ref() == Some(sweep)).then_some((self.first, self.later))
+    }
+}
+
 impl SweepLeaseLatency {
     /// Counts one lease of `sweep` (`first`: the one that brought the sweep's context).
     pub fn record(&self, sweep: &SweepId, first: bool, latency: Duration) {
@@ -63,7 +72,7 @@ impl SweepLeaseLatency {
             return;
         }
         if current.sweep.as_ref() != Some(sweep) {
-            let before = current.sweep.replace(sweep.clone());
+            let before = current.sweep.take();
             *current = Current {
                 sweep: Some(sweep.clone()),
                 before,
@@ -116,6 +125,10 @@ mod tests {
         assert_eq!(of_b.sweep.as_ref(), Some(&b));
         assert_eq!((of_b.first.count(), of_b.later.count()), (1, 1));
         assert!(of_b.later.quantile(1.0).unwrap() <= Duration::from_micros(4));
+        // What the head of each sweep takes from that heartbeat: b's head all of it, a's none.
+        assert_eq!(of_b.clone().of_sweep(&a), None);
+        let (first, later) = of_b.clone().of_sweep(&b).expect("b's own");
+        assert_eq!((first, later), (of_b.first, of_b.later));
         // A sweep that comes back after another (a sweep id seen before b) counts afresh.
         latency.record(&c, false, Duration::from_millis(5));
         latency.record(&b, false, Duration::from_millis(5));

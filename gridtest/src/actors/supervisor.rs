@@ -383,11 +383,11 @@ impl Actor for Supervisor {
                 state.agents.insert(agent, status.node.clone());
                 state.seen(&status.node);
                 let now = Instant::now();
-                let latency = status.lease_latency;
-                if latency.sweep.as_ref() == Some(&state.context.sweep_id) {
+                if let Some((first, later)) = status.lease_latency.of_sweep(&state.context.sweep_id)
+                {
                     state
                         .fleet
-                        .lease_latency_of(&status.node, latency.first, latency.later, now);
+                        .lease_latency_of(&status.node, first, later, now);
                 }
                 if state.fleet.status(
                     &status.node,

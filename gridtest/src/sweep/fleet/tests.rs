@@ -238,7 +238,7 @@ fn first_leases_and_later_ones_are_merged_apart_over_the_nodes() {
     };
     fleet.lease_latency_of("a", histogram(&[300]), histogram(&[1, 2, 2]), t0);
     fleet.lease_latency_of("b", histogram(&[400]), histogram(&[3]), t0);
-    // A later status replaces the node's histograms (they are cumulative on the node).
+    // A later status replaces the node's histograms (cumulative over the sweep on the node).
     fleet.lease_latency_of("b", histogram(&[400]), histogram(&[3, 4]), t0);
     let (first, later) = (fleet.first_lease_latency(), fleet.lease_latency());
     assert_eq!((first.count(), later.count()), (2, 5));
