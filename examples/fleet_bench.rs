@@ -199,6 +199,32 @@ fn print_first_leases(phase: &str, fleet: &gridtest::progress::FleetSnapshot) {
     );
 }
 
+/// Where the scorers' time not spent on units went, on average per node (one scorer each):
+/// before its first unit started (the sweep's start reaching it), after its last unit ended
+/// (waiting for the others' last units: the end of a sweep of whole units), and between units
+/// (the lease and report of each).
+fn print_idle(
+    phase: &str,
+    nodes: &std::collections::BTreeMap<String, gridtest::sweep::NodeStats>,
+    wall: f64,
+) {
+    let n = nodes.len().max(1) as f64;
+    let mean =
+        |f: &dyn Fn(&gridtest::sweep::NodeStats) -> f64| nodes.values().map(f).sum::<f64>() / n;
+    let before = mean(&|s| s.first_start.unwrap_or_default().as_secs_f64());
+    let after = mean(&|s| wall - s.last_end.map_or(wall, |t| t.as_secs_f64()));
+    let idle = mean(&|s| wall - s.busy.as_secs_f64());
+    let between = idle - before - after;
+    let part = |secs: f64| format!("{:.0} ms ({:.2}%)", secs * 1e3, secs / wall * 100.0);
+    println!(
+        "{phase} scorer time not on units, mean per node: before its first unit {}, after its \
+         last {}, between units {}",
+        part(before),
+        part(after),
+        part(between)
+    );
+}
+
 /// `n` ports free now and below the kernel's ephemeral range, so that none of the thousands of
 /// connections the workers open takes one before its head listens on it.
 fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
@@ -410,6 +436,7 @@ fn phases(
     );
     print_arrival("(b)", &b.opts.progress.fleet());
     print_first_leases("(b)", &b.opts.progress.fleet());
+    print_idle("(b)", &info.nodes, wall);
 
     // (c) Loss of `lose` nodes at once.
     let units = n as u64 * u64::from(cli.loss_per_node);

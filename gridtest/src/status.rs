@@ -296,6 +296,8 @@ mod tests {
                 busy: std::time::Duration::from_millis(1500),
                 requeued: 1,
                 slow: true,
+                first_start: Some(std::time::Duration::from_millis(20)),
+                last_end: Some(std::time::Duration::from_millis(1600)),
             },
         )]);
         let events = vec![

@@ -9,7 +9,7 @@ use ractor::RpcReplyPort;
 use ractor_cluster::RactorClusterMessage;
 use serde::{Deserialize, Serialize};
 
-use super::wire::Wire;
+use super::wire::{EncodedOnce, Wire};
 use crate::data::{Shard, ShardId};
 use crate::engine::ExecModel;
 use crate::metrics::RankMetric;
@@ -134,8 +134,9 @@ fn unix_us() -> u64 {
 pub struct Lease {
     /// The sweep it belongs to.
     pub sweep_id: crate::sweep::SweepId,
-    /// The sweep's context, unless the request said the scorer holds it.
-    pub context: Option<SweepContext>,
+    /// The sweep's context, unless the request said the scorer holds it (encoded once per
+    /// sweep by the head).
+    pub context: Option<EncodedOnce<SweepContext>>,
     /// The unit.
     pub unit: WorkUnit,
     /// How long the supervisor held the request for want of a unit (microseconds): waiting

@@ -294,7 +294,7 @@ impl Actor for Supervisor {
         Ok(SupervisorState {
             ledger: Some(args.ledger),
             fleet: Fleet::new(rules, Instant::now()),
-            context: args.context,
+            context: crate::actors::wire::EncodedOnce::new(args.context),
             progress: args.progress,
             requeued: 0,
             writer,

@@ -1,9 +1,11 @@
-//! `Wire<T>`: any serde type as a ractor_cluster message field (JSON on the wire).
+//! `Wire<T>`: any serde type as a ractor_cluster message field (JSON on the wire);
+//! `EncodedOnce<T>`: a value sent to many nodes, serialised once.
 
-#[cfg(feature = "cluster")]
-use serde::Serialize;
-#[cfg(feature = "cluster")]
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 
 /// A message payload carried between nodes as JSON.
 ///
@@ -52,4 +54,79 @@ fn undecodable_may_log() -> bool {
         && LAST
             .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
+}
+
+/// A value that many messages carry (a sweep's context, in each scorer's first lease of the
+/// sweep), serialised to JSON once when made instead of once per message: a thousand nodes
+/// asking at a sweep's start would otherwise have the head encode it a thousand times, one
+/// after the other, ahead of their leases.
+///
+/// It serialises to exactly the JSON of the value (a node that reads a plain `T` reads it),
+/// and deserialises as a plain `T` (a received copy holds no encoding). Cloning shares both.
+/// Meant for JSON ([`Wire`]): another serde format would not get the value's own form.
+///
+/// ```
+/// use gridtest::actors::wire::EncodedOnce;
+///
+/// let axes = EncodedOnce::new(vec![1_u32, 2, 3]);
+/// assert_eq!(serde_json::to_string(&axes).unwrap(), "[1,2,3]");
+/// let back: EncodedOnce<Vec<u32>> = serde_json::from_str("[1,2,3]").unwrap();
+/// assert_eq!(back, axes);
+/// assert_eq!(*back, [1, 2, 3]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct EncodedOnce<T> {
+    value: Arc<T>,
+    json: Option<Arc<RawValue>>,
+}
+
+impl<T: Serialize> EncodedOnce<T> {
+    /// `value`, serialised now (a value that cannot be serialised is serialised, and fails,
+    /// where it is sent, as it would without this).
+    pub fn new(value: T) -> Self {
+        let json = serde_json::value::to_raw_value(&value).ok().map(Arc::from);
+        Self {
+            value: Arc::new(value),
+            json,
+        }
+    }
+}
+
+impl<T> EncodedOnce<T> {
+    /// The value, shared.
+    #[must_use]
+    pub fn into_shared(self) -> Arc<T> {
+        self.value
+    }
+}
+
+impl<T> std::ops::Deref for EncodedOnce<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: PartialEq> PartialEq for EncodedOnce<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl<T: Serialize> Serialize for EncodedOnce<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.json {
+            Some(json) => json.serialize(serializer),
+            None => self.value.serialize(serializer),
+        }
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for EncodedOnce<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self {
+            value: Arc::new(T::deserialize(deserializer)?),
+            json: None,
+        })
+    }
 }

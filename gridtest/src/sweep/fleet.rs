@@ -184,6 +184,12 @@ impl Fleet {
         self.first_lease.get_or_insert(now);
     }
 
+    /// Whether the first unit has been leased (the wait-for-nodes gate is open).
+    #[must_use]
+    pub fn leasing(&self) -> bool {
+        self.first_lease.is_some()
+    }
+
     /// From the first lease to `now` (zero before it).
     #[must_use]
     pub fn compute_wall(&self, now: Instant) -> Duration {
@@ -228,11 +234,15 @@ impl Fleet {
         busy: Duration,
         now: Instant,
     ) {
+        let end = self.compute_wall(now);
+        let start = end.saturating_sub(busy);
         let add = |s: &mut NodeStats| {
             s.units += 1;
             s.cells += new as u64;
             s.evaluations += evaluations;
             s.busy += busy;
+            s.first_start = Some(s.first_start.map_or(start, |t| t.min(start)));
+            s.last_end = Some(s.last_end.map_or(end, |t| t.max(end)));
         };
         add(&mut self.node(&worker.node, now).stats);
         if worker.is_gpu() {

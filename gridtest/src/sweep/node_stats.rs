@@ -17,6 +17,14 @@ pub struct NodeStats {
     pub requeued: u64,
     /// Whether it was flagged as slow at the end.
     pub slow: bool,
+    /// When its first reported unit started, from the sweep's first lease (its report's
+    /// arrival less its busy time): how long the sweep's start kept it waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_start: Option<Duration>,
+    /// When its last report arrived, from the sweep's first lease: the sweep's compute wall
+    /// less this is how long it waited for the others at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_end: Option<Duration>,
 }
 
 impl NodeStats {

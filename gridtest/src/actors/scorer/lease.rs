@@ -78,7 +78,7 @@ impl Leased {
                         reason,
                     })));
                 }
-                Some(Arc::new(context))
+                Some(context.into_shared())
             }
             None => held.filter(|c| c.sweep_id == lease.sweep_id).cloned(),
         };

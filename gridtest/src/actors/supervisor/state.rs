@@ -11,7 +11,7 @@ use super::parked::{LeaseReply, ParkedLeases, Refusal};
 use super::{SupervisorOutcome, SupervisorTiming};
 use crate::actors::ledger_writer::LedgerWriterMsg;
 use crate::actors::messages::{Incompatible, Lease, LeaseRequest, SweepContext, UnitReport};
-use crate::actors::wire::Wire;
+use crate::actors::wire::{EncodedOnce, Wire};
 use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
 use crate::sweep::{Completion, Fleet, Gate, Ledger, WorkerId};
@@ -20,7 +20,8 @@ use crate::sweep::{Completion, Fleet, Gate, Ledger, WorkerId};
 pub struct SupervisorState {
     pub(super) ledger: Option<Ledger>,
     pub(super) fleet: Fleet,
-    pub(super) context: SweepContext,
+    /// Encoded once: every scorer's first lease of the sweep carries it.
+    pub(super) context: EncodedOnce<SweepContext>,
     pub(super) progress: ProgressFeed,
     /// Units put back in the queue.
     pub(super) requeued: usize,
@@ -190,9 +191,15 @@ impl SupervisorState {
             self.arrivals.record(in_flight);
         }
         self.seen(&request.worker.node);
+        let gated = !self.fleet.leasing();
         match self.try_lease(&request, now) {
             Ok(lease) => {
                 let _ = reply.send(Wire(Some(lease)));
+                if gated {
+                    // This request opened the wait-for-nodes gate: the ones held behind it
+                    // start now, not at the next tick (half a heartbeat of every node idle).
+                    self.serve_parked();
+                }
             }
             Err(refusal) if ParkedLeases::holds(&request, refusal) => {
                 self.parked.park(request, reply, now);
@@ -382,42 +389,4 @@ fn nodes_line(fleet: &Fleet, elapsed: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::{Duration, Instant};
-
-    use super::nodes_line;
-    use crate::sweep::{Fleet, FleetRules, WorkerId};
-
-    fn fleet(nodes: usize) -> Fleet {
-        let t0 = Instant::now();
-        let mut fleet = Fleet::new(FleetRules::default(), t0);
-        for i in 0..nodes {
-            let worker = WorkerId::new(format!("node-{i:04}"), "0");
-            fleet.reported(&worker, 10 + i, 0, Duration::from_secs(1), t0);
-        }
-        fleet
-    }
-
-    #[test]
-    fn a_few_nodes_are_listed_one_by_one() {
-        let line = nodes_line(&fleet(3), 1.0);
-        assert_eq!(
-            line,
-            "node-0000:10cells/s node-0001:11cells/s node-0002:12cells/s"
-        );
-    }
-
-    #[test]
-    fn a_thousand_nodes_make_one_short_summary() {
-        let mut fleet = fleet(1000);
-        fleet.lost("node-0999", 0, Instant::now());
-        let line = nodes_line(&fleet, 1.0);
-        assert!(line.len() < 200, "{} bytes: {line}", line.len());
-        // Speeds 10..=1008 over the 999 nodes up: median 509, 95th percentile 958.
-        assert_eq!(
-            line,
-            "999 up, 1 lost, 0 slow; cells/s per node p50 509, p95 958; slowest \
-             node-0000:10 node-0001:11 node-0002:12"
-        );
-    }
-}
+mod tests;

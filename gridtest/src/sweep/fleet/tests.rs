@@ -245,3 +245,26 @@ fn first_leases_and_later_ones_are_merged_apart_over_the_nodes() {
     assert!(first.quantile(0.5).unwrap() >= Duration::from_millis(300));
     assert!(later.quantile(0.99).unwrap() <= Duration::from_millis(8));
 }
+
+#[test]
+fn each_node_records_when_its_first_unit_started_and_its_last_ended() {
+    let t0 = Instant::now();
+    let mut fleet = Fleet::new(FleetRules::default(), t0);
+    fleet.leased(t0);
+    let ms = Duration::from_millis;
+    // Node a: two scorers; its first unit ran from 100 ms to 1 100 ms, its last ended at
+    // 2 300 ms. Node b: one unit, from 400 ms to 1 500 ms.
+    fleet.reported(&worker("a", "0"), 4, 0, ms(1000), t0 + ms(1100));
+    fleet.reported(&worker("b", "0"), 4, 0, ms(1100), t0 + ms(1500));
+    fleet.reported(&worker("a", "1"), 4, 0, ms(1900), t0 + ms(2200));
+    fleet.reported(&worker("a", "0"), 4, 0, ms(1000), t0 + ms(2300));
+    let stats = fleet.node_stats();
+    assert_eq!(
+        (stats["a"].first_start, stats["a"].last_end),
+        (Some(ms(100)), Some(ms(2300)))
+    );
+    assert_eq!(
+        (stats["b"].first_start, stats["b"].last_end),
+        (Some(ms(400)), Some(ms(1500)))
+    );
+}

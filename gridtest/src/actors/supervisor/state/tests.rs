@@ -1,0 +1,148 @@
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use super::{SupervisorState, nodes_line};
+use crate::actors::messages::{Lease, LeaseRequest, SweepContext};
+use crate::actors::supervisor::SupervisorTiming;
+use crate::actors::supervisor::parked::ParkedLeases;
+use crate::actors::wire::{EncodedOnce, Wire};
+use crate::data::Shard;
+use crate::engine::ExecModel;
+use crate::params::{Grid, SetPlace};
+use crate::progress::ProgressFeed;
+use crate::status::StatusLog;
+use crate::strategy::DataKind;
+use crate::sweep::{Fleet, FleetRules, Ledger, SetSpan, SweepId, UnitId, WorkUnit, WorkerId};
+
+fn fleet(nodes: usize) -> Fleet {
+    let t0 = Instant::now();
+    let mut fleet = Fleet::new(FleetRules::default(), t0);
+    for i in 0..nodes {
+        let worker = WorkerId::new(format!("node-{i:04}"), "0");
+        fleet.reported(&worker, 10 + i, 0, Duration::from_secs(1), t0);
+    }
+    fleet
+}
+
+#[test]
+fn a_few_nodes_are_listed_one_by_one() {
+    let line = nodes_line(&fleet(3), 1.0);
+    assert_eq!(
+        line,
+        "node-0000:10cells/s node-0001:11cells/s node-0002:12cells/s"
+    );
+}
+
+#[test]
+fn a_thousand_nodes_make_one_short_summary() {
+    let mut fleet = fleet(1000);
+    fleet.lost("node-0999", 0, Instant::now());
+    let line = nodes_line(&fleet, 1.0);
+    assert!(line.len() < 200, "{} bytes: {line}", line.len());
+    // Speeds 10..=1008 over the 999 nodes up: median 509, 95th percentile 958.
+    assert_eq!(
+        line,
+        "999 up, 1 lost, 0 slow; cells/s per node p50 509, p95 958; slowest \
+         node-0000:10 node-0001:11 node-0002:12"
+    );
+}
+
+/// A supervisor's state over four units of two sets, holding work until `wait_for_nodes`
+/// nodes have asked.
+fn state(wait_for_nodes: usize) -> SupervisorState {
+    let grid = Grid::new().axis("i", 0..8_i64);
+    let day = "2024-01-02".parse().unwrap();
+    let units = (0..4_u32)
+        .map(|u| WorkUnit {
+            id: UnitId(u),
+            shard: Shard::new("S", day, day),
+            sets: SetSpan::Run {
+                first: SetPlace {
+                    index: u64::from(u) * 2,
+                    position: u64::from(u) * 2,
+                },
+                count: 2,
+            },
+        })
+        .collect();
+    let context = SweepContext {
+        sweep_id: SweepId::from_digest(&[7; 8]),
+        strategy: "noop".to_owned(),
+        dataset: "file:///data".to_owned(),
+        kind: DataKind::Ticks,
+        exec: ExecModel::default(),
+        grid: grid.clone(),
+        record_days: false,
+        code: None,
+    };
+    let rules = FleetRules {
+        wait_for_nodes,
+        ..FleetRules::default()
+    };
+    SupervisorState {
+        ledger: Some(Ledger::new(grid, units)),
+        fleet: Fleet::new(rules, Instant::now()),
+        context: EncodedOnce::new(context),
+        progress: ProgressFeed::default(),
+        requeued: 0,
+        writer: None,
+        timing: SupervisorTiming::default(),
+        done: None,
+        status: StatusLog::default(),
+        agents: HashMap::new(),
+        computed: 0,
+        last_progress: Instant::now(),
+        gpu_capable: false,
+        parked: ParkedLeases::default(),
+        arrivals: crate::progress::LatencyRecorder::default(),
+        queue_delay: crate::progress::LatencyRecorder::default(),
+        ping_slice: 0,
+        scope: "test".to_owned(),
+    }
+}
+
+/// `node`'s scorer asks for its first unit; the answer arrives on the receiver.
+fn ask(state: &mut SupervisorState, node: &str) -> oneshot::Receiver<Wire<Option<Lease>>> {
+    let (tx, rx) = oneshot::channel();
+    let request = LeaseRequest {
+        worker: WorkerId::new(node, "0"),
+        cached: Vec::new(),
+        pending_only: false,
+        holds_context: None,
+        sent_unix_us: 0,
+    };
+    state.on_lease(request, (tx, Duration::from_secs(30)).into());
+    rx
+}
+
+#[test]
+fn the_request_that_opens_the_gate_starts_every_node_held_behind_it() {
+    let mut state = state(3);
+    let mut early = [ask(&mut state, "a"), ask(&mut state, "b")];
+    for rx in &mut early {
+        assert!(rx.try_recv().is_err(), "held until three nodes have asked");
+    }
+    assert!(!state.fleet.leasing());
+    let mut last = ask(&mut state, "c");
+    // All three hold a unit now, not at the next tick; each a different one, each with the
+    // sweep's context (their first lease), which decodes as the supervisor's own.
+    let mut units = Vec::new();
+    for rx in early.iter_mut().chain([&mut last]) {
+        let Ok(Wire(Some(lease))) = rx.try_recv() else {
+            panic!("a node held behind the gate got no lease when it opened");
+        };
+        let context = lease.context.expect("a first lease carries the context");
+        assert_eq!(*context, *state.context);
+        let json = serde_json::to_vec(&context).unwrap();
+        let decoded: SweepContext = serde_json::from_slice(&json).unwrap();
+        assert_eq!(decoded, *state.context);
+        units.push(lease.unit.id);
+    }
+    units.sort_unstable();
+    units.dedup();
+    assert_eq!(units.len(), 3);
+    assert!(state.fleet.leasing());
+    assert_eq!(state.parked.len(), 0);
+}
