@@ -287,19 +287,18 @@ mod tests {
     #[test]
     fn every_event_reads_back_as_written() {
         let id: SweepId = "0123456789abcdef".parse().unwrap();
-        let nodes = BTreeMap::from([(
-            "w1".to_owned(),
-            NodeStats {
-                units: 3,
-                cells: 30,
-                evaluations: 300,
-                busy: std::time::Duration::from_millis(1500),
-                requeued: 1,
-                slow: true,
-                first_start: Some(std::time::Duration::from_millis(20)),
-                last_end: Some(std::time::Duration::from_millis(1600)),
-            },
-        )]);
+        let ms = std::time::Duration::from_millis;
+        let stats = NodeStats {
+            units: 3,
+            cells: 30,
+            evaluations: 300,
+            busy: ms(1500),
+            requeued: 1,
+            slow: true,
+            first_start: Some(ms(20)),
+            last_end: Some(ms(1600)),
+        };
+        let nodes = BTreeMap::from([("w1".to_owned(), stats)]);
         let events = vec![
             StatusEvent::Listening {
                 addr: "127.0.0.1:7000".into(),
