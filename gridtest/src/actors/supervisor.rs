@@ -31,7 +31,7 @@ pub use state::SupervisorState;
 
 use super::ledger_writer::{LedgerWriter, LedgerWriterArgs, LedgerWriterMsg, WriterOutcome};
 use crate::actors::messages::{AGENTS, NodeAgentMsg, SUPERVISORS, SupervisorMsg, SweepContext};
-use crate::actors::wire::Wire;
+use crate::actors::wire::{EncodedOnce, Wire};
 use crate::persist::LedgerLog;
 use crate::progress::{ProgressFeed, SweepProgress};
 use crate::status::StatusLog;
@@ -294,7 +294,7 @@ impl Actor for Supervisor {
         Ok(SupervisorState {
             ledger: Some(args.ledger),
             fleet: Fleet::new(rules, Instant::now()),
-            context: crate::actors::wire::EncodedOnce::new(args.context),
+            context: EncodedOnce::new(args.context),
             progress: args.progress,
             requeued: 0,
             writer,
