@@ -111,6 +111,10 @@ struct Cli {
     /// enough: a thousand runnable threads at weight 15 still outweigh one at 1 024.)
     #[arg(long)]
     idle_workers: bool,
+    /// Also run the one-second sweep with whole units (no cut at its end), after the one with
+    /// cuts: the effect of guided self-scheduling, measured in the same run.
+    #[arg(long)]
+    compare_whole_units: bool,
 }
 
 const DATA: &str = "data/fleet-bench";
@@ -119,9 +123,15 @@ const COOKIE: &str = "fleet";
 /// A sweep of `units` units of 4 sets: a grid of two axes (`i` × 100 values of `j`), as real
 /// grids are — a lease carries the sweep's context, axis values included.
 fn sweep(strategy: &str, units: u64) -> anyhow::Result<Sweep> {
+    sweep_from(strategy, units, 0)
+}
+
+/// [`sweep`] with `j` starting at `j0`: the same work as another sweep, but a sweep of its own
+/// (another id: its first leases carry its context again).
+fn sweep_from(strategy: &str, units: u64, j0: u32) -> anyhow::Result<Sweep> {
     let rows = u32::try_from((units * 4).div_ceil(100)).context("too many units")?;
     Ok(Sweep::named(strategy)?
-        .grid(Grid::new().axis("i", 0..rows).axis("j", 0..100u32))
+        .grid(Grid::new().axis("i", 0..rows).axis("j", j0..j0 + 100))
         .data(DATA))
 }
 
@@ -284,7 +294,20 @@ fn run_phase(
     status: &Path,
     during: impl FnOnce(&RunOptions) + Send + 'static,
 ) -> anyhow::Result<Phase> {
+    run_phase_with(rt, port, sweep, (nodes, true), status, during)
+}
+
+/// [`run_phase`] with its `(nodes, tail_splitting)` given.
+fn run_phase_with(
+    rt: &tokio::runtime::Runtime,
+    port: u16,
+    sweep: &Sweep,
+    (nodes, tail_splitting): (usize, bool),
+    status: &Path,
+    during: impl FnOnce(&RunOptions) + Send + 'static,
+) -> anyhow::Result<Phase> {
     let opts = RunOptions {
+        tail_splitting,
         threads: 0,
         unit_evals: 100 * 4,
         wait_for_nodes: nodes,
@@ -345,7 +368,7 @@ fn main() -> anyhow::Result<()> {
         ..synth::SynthSpec::default()
     };
     synth::ensure_blocking(&Dataset::try_new(DATA, DataKind::Ticks)?, &spec)?;
-    let ports = free_ports(3)?;
+    let ports = free_ports(3 + usize::from(cli.compare_whole_units))?;
     let (n, k) = (cli.nodes, cli.per_process.max(1));
     ensure!(
         n % k == 0 && cli.lose % k == 0,
@@ -407,36 +430,11 @@ fn phases(
     print_arrival("(a)", &a.opts.progress.fleet());
     print_first_leases("(a)", &a.opts.progress.fleet());
 
-    // (b) One-second units.
-    let units = n as u64 * u64::from(cli.slow_per_node);
-    let slow = sweep("fleet_quarter", units)?;
-    let b = run_phase(rt, ports[1], &slow, n, &dir.join("b.jsonl"), |_| {})?;
-    let units = b.results.n_sets() as u64 / 4;
-    let wall = b.results.timings.compute.as_secs_f64();
-    let info = b.results.run_info().context("run info")?;
-    let busy: f64 = info.nodes.values().map(|s| s.busy.as_secs_f64()).sum();
-    let overhead = 1.0 - busy / (wall * info.nodes.len() as f64);
-    let latency = &b.opts.progress.fleet().lease_latency;
-    let q = |q: f64| {
-        latency
-            .quantile(q)
-            .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
-    };
-    println!(
-        "(b) one-second units: {units} units over {} nodes in {wall:.2}s (ideal {}s); \
-         coordination overhead {:.2}% (scorer time not spent on units); lease latency \
-         p50 ≤ {:.2} ms, p99 ≤ {:.2} ms ({} leases timed); head CPU {:.0}% of a core",
-        info.nodes.len(),
-        units.div_ceil(n as u64),
-        overhead * 100.0,
-        q(0.5),
-        q(0.99),
-        latency.count(),
-        cpu_share(&b) * 100.0
-    );
-    print_arrival("(b)", &b.opts.progress.fleet());
-    print_first_leases("(b)", &b.opts.progress.fleet());
-    print_idle("(b)", &info.nodes, wall);
+    // (b) One-second units, cut at the end (guided self-scheduling); then, to compare, whole.
+    slow_phase(cli, rt, ports[1], dir, "(b)", true)?;
+    if cli.compare_whole_units {
+        slow_phase(cli, rt, ports[2], dir, "(b, whole units)", false)?;
+    }
 
     // (c) Loss of `lose` nodes at once.
     let units = n as u64 * u64::from(cli.loss_per_node);
@@ -451,9 +449,16 @@ fn phases(
     let (tx, rx) = std::sync::mpsc::channel();
     let cells = usize::try_from(units / 2).unwrap_or(usize::MAX); // an eighth of the cells
     let frozen = victims.clone();
-    let c = run_phase(rt, ports[2], &lossy, n, &status, move |opts| {
-        let _ = tx.send(freeze_after(opts, cells, &frozen));
-    })?;
+    let c = run_phase(
+        rt,
+        ports[ports.len() - 1],
+        &lossy,
+        n,
+        &status,
+        move |opts| {
+            let _ = tx.send(freeze_after(opts, cells, &frozen));
+        },
+    )?;
     let froze = rx
         .recv()
         .ok()
@@ -482,6 +487,51 @@ fn phases(
         c.results.timings.compute.as_secs_f64(),
         cpu_share(&c) * 100.0
     );
+    Ok(())
+}
+
+/// The sweep of one-second units: coordination overhead, where the idle time went, lease
+/// latency, head CPU.
+fn slow_phase(
+    cli: &Cli,
+    rt: &tokio::runtime::Runtime,
+    port: u16,
+    dir: &Path,
+    label: &str,
+    tail_splitting: bool,
+) -> anyhow::Result<()> {
+    let n = cli.nodes;
+    let units = n as u64 * u64::from(cli.slow_per_node);
+    let slow = sweep_from("fleet_quarter", units, if tail_splitting { 0 } else { 100 })?;
+    let status = dir.join(format!("b-{tail_splitting}.jsonl"));
+    let b = run_phase_with(rt, port, &slow, (n, tail_splitting), &status, |_| {})?;
+    let units = b.results.n_sets() as u64 / 4;
+    let wall = b.results.timings.compute.as_secs_f64();
+    let info = b.results.run_info().context("run info")?;
+    let busy: f64 = info.nodes.values().map(|s| s.busy.as_secs_f64()).sum();
+    let overhead = 1.0 - busy / (wall * info.nodes.len() as f64);
+    let latency = &b.opts.progress.fleet().lease_latency;
+    let q = |q: f64| {
+        latency
+            .quantile(q)
+            .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+    };
+    println!(
+        "{label} one-second units: {units} units over {} nodes in {wall:.2}s (ideal {}s); \
+         coordination overhead {:.2}% (scorer time not spent on units); lease latency \
+         p50 ≤ {:.2} ms, p99 ≤ {:.2} ms ({} leases timed); head CPU {:.0}% of a core",
+        info.nodes.len(),
+        units.div_ceil(n as u64),
+        overhead * 100.0,
+        q(0.5),
+        q(0.99),
+        latency.count(),
+        cpu_share(&b) * 100.0
+    );
+    print_arrival(label, &b.opts.progress.fleet());
+    print_first_leases(label, &b.opts.progress.fleet());
+    print_idle(label, &info.nodes, wall);
+    println!("{label} units cut at the end: {}", info.ledger.split);
     Ok(())
 }
 

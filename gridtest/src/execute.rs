@@ -87,6 +87,10 @@ pub struct RunOptions {
     /// released, [`Error::Interrupted`] returned. The sweep binary cancels it on SIGTERM and
     /// SIGINT.
     pub cancel: CancellationToken,
+    /// Cuts the last units of the sweep down to each scorer's share of the work left (guided
+    /// self-scheduling), so that the scorers finish together instead of waiting for the last
+    /// whole units; on by default. A unit is cut to no less than an eighth of its size.
+    pub tail_splitting: bool,
 }
 
 impl Default for RunOptions {
@@ -106,6 +110,7 @@ impl Default for RunOptions {
             prices: None,
             status: StatusLog::default(),
             cancel: CancellationToken::new(),
+            tail_splitting: true,
         }
     }
 }
@@ -197,7 +202,8 @@ async fn compute(
         .count();
     let ledger = Ledger::new(plan.spec.grid.clone(), planned.units)
         .with_resumed(resumed, resumed_failed)
-        .with_max_attempts(opts.max_attempts);
+        .with_max_attempts(opts.max_attempts)
+        .with_tail_splitting(opts.tail_splitting);
     let Spooled {
         workspace,
         spool,

@@ -77,6 +77,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
             }),
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: crate::progress::ProgressFeed::default(),
+        tail_splitting: true,
     };
     (sweep, opts)
 }

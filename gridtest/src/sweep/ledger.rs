@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use self::load::Load;
 use self::unit_entry::{UnitEntry, UnitState};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
 pub use super::worker_id::WorkerId;
@@ -86,6 +87,10 @@ pub struct LedgerStats {
     pub retried_cells: u64,
     /// Cell results for cells this sweep does not expect (ignored).
     pub foreign_cells: u64,
+    /// Units cut at the end of the sweep (guided self-scheduling, see
+    /// [`Ledger::with_tail_splitting`]).
+    #[serde(default)]
+    pub split: u64,
 }
 
 /// Units, leases and open cells of one sweep.
@@ -107,6 +112,8 @@ pub struct Ledger {
     next_id: u32,
     max_attempts: u32,
     speculate: bool,
+    split_tail: bool,
+    load: Load,
     stats: LedgerStats,
     journal: Vec<FinalCell>,
 }
@@ -129,6 +136,8 @@ impl Ledger {
             next_id: 0,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             speculate: true,
+            split_tail: false,
+            load: Load::default(),
             stats: LedgerStats::default(),
             journal: Vec::new(),
         };
@@ -177,6 +186,7 @@ impl Ledger {
             }
         }
         let entry = UnitEntry::new(unit);
+        self.load.enter(&entry.state, entry.unit.sets.len());
         let empty = entry.open_count == 0;
         self.units.insert(id, entry);
         if empty {
@@ -192,6 +202,7 @@ impl Ledger {
         if let Some(entry) = self.units.get_mut(&id)
             && entry.state != UnitState::Done
         {
+            self.load.leave(&entry.state, entry.unit.sets.len());
             entry.state = UnitState::Done;
             self.units_done += 1;
         }
@@ -271,8 +282,11 @@ impl Ledger {
             .flatten();
         if let Some(pos) = local.or((!self.queue.is_empty()).then_some(0)) {
             let id = self.queue.remove(pos).expect("position is valid");
+            self.cut_to_share(id);
             let entry = self.units.get_mut(&id).expect("queued units exist");
+            self.load.leave(&entry.state, entry.unit.sets.len());
             entry.state = UnitState::Leased(vec![(worker.clone(), now)]);
+            self.load.enter(&entry.state, entry.unit.sets.len());
             entry.leases += 1;
             return Some(entry.unit.clone());
         }
@@ -406,7 +420,9 @@ impl Ledger {
             if let UnitState::Leased(holders) = &mut entry.state {
                 holders.retain(|(w, _)| !lost(w));
                 if holders.is_empty() {
+                    self.load.leave(&entry.state, entry.unit.sets.len());
                     entry.state = UnitState::Pending;
+                    self.load.enter(&entry.state, entry.unit.sets.len());
                     released.push(*id);
                 }
             }
@@ -436,6 +452,8 @@ impl Ledger {
 }
 
 mod counts;
+mod load;
+mod tail_split;
 #[cfg(test)]
 mod tests;
 mod unit_entry;

@@ -46,21 +46,13 @@ impl Ledger {
     /// Units waiting for a scorer.
     #[must_use]
     pub fn pending(&self) -> usize {
-        self.units
-            .values()
-            .filter(|e| e.state == UnitState::Pending)
-            .count()
+        self.load.pending_units
     }
 
-    /// Whether a unit waits for a scorer (looks at the queue only: cheap enough for every
-    /// report at the head).
+    /// Whether a unit waits for a scorer.
     #[must_use]
     pub fn has_pending(&self) -> bool {
-        self.queue.iter().any(|id| {
-            self.units
-                .get(id)
-                .is_some_and(|e| e.state == UnitState::Pending)
-        })
+        self.load.pending_units > 0
     }
 
     /// Whether every cell is final.

@@ -5,7 +5,7 @@ use crate::metrics::Metrics;
 use crate::params::{Grid, SetPlace};
 use crate::sweep::FailureKind;
 
-fn shard() -> Shard {
+pub(super) fn shard() -> Shard {
     Shard::new(
         "S",
         "2024-01-02".parse().unwrap(),
@@ -14,11 +14,11 @@ fn shard() -> Shard {
 }
 
 /// A one-axis grid with a set per cell of `n_units` units of `per_unit` sets.
-fn grid(n_units: usize, per_unit: usize) -> Grid {
+pub(super) fn grid(n_units: usize, per_unit: usize) -> Grid {
     Grid::new().axis("i", 0..(n_units * per_unit) as i64)
 }
 
-fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
+pub(super) fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
     (0..n_units)
         .map(|u| {
             let first = (u * per_unit) as u64;
@@ -37,7 +37,7 @@ fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
         .collect()
 }
 
-fn ledger(n_units: usize, per_unit: usize) -> Ledger {
+pub(super) fn ledger(n_units: usize, per_unit: usize) -> Ledger {
     Ledger::new(grid(n_units, per_unit), units(n_units, per_unit))
 }
 
@@ -59,7 +59,7 @@ fn metrics(trades: u64) -> Metrics {
 
 /// Every cell of `u` with metrics tagged `tag` (in `trades`); the grid is wide enough for any
 /// unit of these tests.
-fn ok_results(u: &WorkUnit, tag: u64) -> Vec<SetResult> {
+pub(super) fn ok_results(u: &WorkUnit, tag: u64) -> Vec<SetResult> {
     u.sets
         .expand(&grid(64, 64))
         .into_iter()
@@ -72,7 +72,7 @@ fn ok_results(u: &WorkUnit, tag: u64) -> Vec<SetResult> {
         .collect()
 }
 
-fn w(node: &str, slot: &str) -> WorkerId {
+pub(super) fn w(node: &str, slot: &str) -> WorkerId {
     WorkerId::new(node, slot)
 }
 

@@ -21,6 +21,8 @@ pub(super) struct UnitEntry {
     open: Vec<u64>,
     /// Bits set in `open`.
     pub(super) open_count: usize,
+    /// The fewest sets a piece of it may have when it is cut at the end of the sweep.
+    pub(super) floor: usize,
 }
 
 impl UnitEntry {
@@ -38,6 +40,7 @@ impl UnitEntry {
             leases: 0,
             open,
             open_count: n,
+            floor: n.div_ceil(super::tail_split::MAX_PIECES).max(1),
         }
     }
 

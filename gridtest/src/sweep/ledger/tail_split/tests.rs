@@ -1,0 +1,199 @@
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+use proptest::prelude::*;
+
+use super::super::tests::{grid, ledger, ok_results, shard, units, w};
+use super::super::{Completion, Ledger, Load, SetSpan, UnitId, UnitState, WorkUnit};
+use crate::params::{Grid, SetPlace};
+
+/// The load counted afresh from every unit.
+fn recount(l: &Ledger) -> Load {
+    let mut load = Load::default();
+    for e in l.units.values() {
+        load.enter(&e.state, e.unit.sets.len());
+    }
+    load
+}
+
+fn indices(u: &WorkUnit) -> Vec<u64> {
+    (0..u.sets.len()).map(|i| u.sets.index_of(i)).collect()
+}
+
+#[test]
+fn a_lease_takes_no_more_than_its_share_once_the_queue_runs_dry() {
+    let mut l = ledger(4, 8).with_tail_splitting(true);
+    let mut sizes = Vec::new();
+    let mut covered = BTreeSet::new();
+    for i in 0..5 {
+        let u = l.lease(&w(&format!("n{i}"), "0"), &[]).unwrap();
+        sizes.push(u.sets.len());
+        let places = u.sets.expand(&grid(4, 8));
+        assert!(
+            places.iter().all(|(p, _)| p.position == p.index),
+            "{places:?}"
+        );
+        for index in indices(&u) {
+            assert!(covered.insert(index), "set {index} leased twice");
+        }
+    }
+    // 32 sets pending, then 24 over 2 scorers (12 each ≥ 8), then 16 over 3: the third unit
+    // is cut to 6 and its last 2 sets go first; 10 over 4 (3 each) takes those 2; 8 over 5
+    // cuts the last unit to 2.
+    assert_eq!(sizes, [8, 8, 6, 2, 2]);
+    assert_eq!(l.stats().split, 2);
+    assert_eq!(l.pending(), 1);
+    assert_eq!(recount(&l), l.load);
+    while let Some(u) = l.lease_pending(&w("n5", "0"), &[]) {
+        for index in indices(&u) {
+            assert!(covered.insert(index), "set {index} leased twice");
+        }
+    }
+    assert_eq!(covered, (0..32).collect(), "the pieces cover the sweep");
+}
+
+#[test]
+fn a_cut_run_of_a_constrained_grid_resumes_at_the_right_position() {
+    // 4 × 4 product, `a < b`: positions 1, 2, 3, 6, 7, 11 are sets 0..6.
+    let g = Grid::new()
+        .axis("a", [1, 2, 3, 4])
+        .axis("b", [1, 2, 3, 4])
+        .constrain("a < b");
+    let run = WorkUnit {
+        id: UnitId(0),
+        shard: shard(),
+        sets: SetSpan::Run {
+            first: SetPlace {
+                index: 0,
+                position: 1,
+            },
+            count: 6,
+        },
+    };
+    let all = run.sets.expand(&g);
+    let mut l = Ledger::new(g.clone(), vec![run]).with_tail_splitting(true);
+    // Two scorers out (their units are elsewhere in the sweep): a third takes 2 of 6 sets.
+    l.load.leased_units = 2;
+    let u = l.lease(&w("n", "0"), &[]).unwrap();
+    l.load.leased_units = 0;
+    let rest = l.lease(&w("m", "0"), &[]).unwrap();
+    assert_eq!((u.sets.len(), rest.sets.len()), (2, 4));
+    let pieces: Vec<_> = [u, rest].iter().flat_map(|p| p.sets.expand(&g)).collect();
+    assert_eq!(pieces, all, "the same sets at the same places");
+}
+
+#[test]
+fn a_unit_is_cut_to_no_less_than_an_eighth_of_its_size() {
+    let mut l = ledger(1, 64).with_tail_splitting(true);
+    l.load.leased_units = 99;
+    let u = l.lease(&w("n", "0"), &[]).unwrap();
+    assert_eq!(
+        u.sets.len(),
+        8,
+        "64 sets over 100 scorers, but no piece under 8"
+    );
+}
+
+/// Scorers that each take a unit when free and spend `speeds[s]` time steps per set on it:
+/// the time the last one ends.
+fn makespan(mut l: Ledger, speeds: &[u64]) -> u64 {
+    let mut free: BinaryHeap<Reverse<(u64, usize)>> =
+        (0..speeds.len()).map(|s| Reverse((0, s))).collect();
+    let mut holding: Vec<Option<WorkUnit>> = vec![None; speeds.len()];
+    let mut end = 0;
+    while let Some(Reverse((now, s))) = free.pop() {
+        if let Some(u) = holding[s].take() {
+            l.report(Some(u.id), &u.shard, ok_results(&u, 1));
+            end = end.max(now);
+        }
+        if let Some(u) = l.lease_pending(&w(&format!("n{s}"), "0"), &[]) {
+            free.push(Reverse((now + u.sets.len() as u64 * speeds[s], s)));
+            holding[s] = Some(u);
+        }
+    }
+    assert!(l.is_finished());
+    end
+}
+
+#[test]
+fn cutting_the_last_units_ends_the_sweep_within_a_set_of_the_ideal() {
+    // 10 units of 8 sets on 3 scorers: 80 steps of work, 26.7 each at best.
+    let whole = makespan(ledger(10, 8), &[1; 3]);
+    let cut = makespan(ledger(10, 8).with_tail_splitting(true), &[1; 3]);
+    assert_eq!(
+        whole, 32,
+        "whole units: one scorer does a fourth unit while two wait"
+    );
+    assert!(
+        cut <= 28,
+        "cut: {cut} steps (ideal 26.7, a set is one step)"
+    );
+    // 100 scorers of four speeds (2 to 5 steps a set), 10 units of 4 sets each: they drift
+    // out of step, and without cuts wait for the last whole units.
+    let speeds: Vec<u64> = (0..100).map(|s| 2 + s % 4).collect();
+    let ideal = 4_000.0 / speeds.iter().map(|s| 1.0 / *s as f64).sum::<f64>();
+    let whole = makespan(ledger(1_000, 4), &speeds) as f64;
+    let cut = makespan(ledger(1_000, 4).with_tail_splitting(true), &speeds) as f64;
+    assert!(
+        cut - ideal < 5.0 && whole - ideal > 2.0 * (cut - ideal),
+        "ideal {ideal:.1}, whole units {whole}, cut {cut}"
+    );
+}
+
+#[test]
+fn nothing_is_cut_when_splitting_is_off_or_a_cell_is_closed() {
+    let mut off = ledger(2, 8);
+    off.load.leased_units = 10;
+    assert_eq!(off.lease(&w("n", "0"), &[]).unwrap().sets.len(), 8);
+    let mut l = ledger(2, 8).with_tail_splitting(true);
+    // A late result for one cell of unit 0 (an earlier incarnation's lease).
+    let mut late = ok_results(&units(2, 8)[0], 1);
+    late.truncate(1);
+    l.report(None, &shard(), late);
+    l.load.leased_units = 10;
+    assert_eq!(
+        l.lease(&w("n", "0"), &[]).unwrap().sets.len(),
+        8,
+        "kept whole"
+    );
+    assert_eq!(l.lease(&w("n", "0"), &[]).unwrap().sets.len(), 1, "cut");
+    assert_eq!(recount(&l).pending_sets, 7, "unit 1's other 7 sets wait");
+}
+
+proptest! {
+    /// With cuts, whatever the order, duplication and loss of reports, every cell ends with
+    /// exactly one outcome, and the counts a lease reads agree with the units.
+    #[test]
+    fn cuts_lose_and_double_no_cell(
+        n_units in 1usize..10,
+        per_unit in 1usize..20,
+        script in proptest::collection::vec((0u8..4, 0usize..12), 0..80),
+    ) {
+        let mut l = ledger(n_units, per_unit).with_tail_splitting(true);
+        let mut leased: Vec<WorkUnit> = Vec::new();
+        for (op, pick) in script {
+            match op {
+                0 => if let Some(u) = l.lease(&w(&format!("n{}", pick % 3), "0"), &[]) { leased.push(u) },
+                1 => { l.release_node(&format!("n{}", pick % 3)); },
+                _ => if !leased.is_empty() {
+                    let u = leased[pick % leased.len()].clone();
+                    l.report(Some(u.id), &u.shard, ok_results(&u, 1));
+                },
+            }
+            prop_assert_eq!(recount(&l), l.load);
+        }
+        for n in 0..3 {
+            l.release_node(&format!("n{n}"));
+        }
+        while let Some(u) = l.lease(&w("drain", "0"), &[]) {
+            prop_assert!(l.report(Some(u.id), &u.shard, ok_results(&u, 2)) != Completion::Duplicate);
+        }
+        prop_assert!(l.is_finished());
+        prop_assert_eq!(l.recorded(), n_units * per_unit);
+        prop_assert_eq!(recount(&l), l.load);
+        prop_assert!(l.units.values().all(|e| e.state == UnitState::Done));
+        let journal = l.take_journal();
+        let distinct: BTreeSet<_> = journal.iter().map(|c| c.key.clone()).collect();
+        prop_assert_eq!(distinct.len(), journal.len(), "no cell final twice");
+    }
+}
