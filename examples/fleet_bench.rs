@@ -15,7 +15,10 @@
 //!   of the sweep (it carries the sweep's context, and all come at once as the sweep starts).
 //! * **One-second units** (each unit sleeps 4 × 0.25 s in its strategy, so that a thousand
 //!   nodes fit two cores; `--slow-per-node` per node): coordination overhead = the share of
-//!   scorer time not spent on units, 1 − Σ busy / (compute wall × nodes).
+//!   scorer time not spent on units, 1 − Σ busy / (compute wall × nodes), split into before
+//!   each node's first unit, between units and after its last. The last units are cut to each
+//!   scorer's share (guided self-scheduling); `--compare-whole-units` runs the sweep again
+//!   with whole units, to compare in the same run.
 //! * **Loss of `--lose` nodes at once**: during a sweep of one-second units (`--loss-per-node`
 //!   per node, so that it outlasts the 5 s node timeout), that many workers
 //!   are frozen (SIGSTOP: silent, no FIN, no RST — the hard case; a killed process's sessions
