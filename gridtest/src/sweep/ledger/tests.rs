@@ -37,6 +37,25 @@ pub(super) fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
         .collect()
 }
 
+/// Unit 0: a run of `count` sets of a grid whose constraint `a < b` accepts its first set at
+/// position 1 (an `n × n` product of `1..=n` for each axis).
+pub(super) fn constrained(n: i64, count: u32) -> (Grid, WorkUnit) {
+    let g = Grid::new()
+        .axis("a", 1..=n)
+        .axis("b", 1..=n)
+        .constrain("a < b");
+    let first = SetPlace {
+        index: 0,
+        position: 1,
+    };
+    let run = WorkUnit {
+        id: UnitId(0),
+        shard: shard(),
+        sets: SetSpan::Run { first, count },
+    };
+    (g, run)
+}
+
 pub(super) fn ledger(n_units: usize, per_unit: usize) -> Ledger {
     Ledger::new(grid(n_units, per_unit), units(n_units, per_unit))
 }
@@ -212,21 +231,7 @@ fn resuming_counts_done_cells_and_leases_the_rest() {
 #[test]
 fn a_retry_of_a_constrained_run_names_the_failed_set() {
     // 3 × 3 product, `a < b` keeps positions 1, 2 and 5 as sets 0, 1 and 2.
-    let g = Grid::new()
-        .axis("a", [1, 2, 3])
-        .axis("b", [1, 2, 3])
-        .constrain("a < b");
-    let run = WorkUnit {
-        id: UnitId(0),
-        shard: shard(),
-        sets: SetSpan::Run {
-            first: SetPlace {
-                index: 0,
-                position: 1,
-            },
-            count: 3,
-        },
-    };
+    let (g, run) = constrained(3, 3);
     let sets = run.sets.expand(&g);
     let places: Vec<u64> = sets.iter().map(|(p, _)| p.position).collect();
     assert_eq!(places, [1, 2, 5]);

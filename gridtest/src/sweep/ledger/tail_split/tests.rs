@@ -3,9 +3,8 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use proptest::prelude::*;
 
-use super::super::tests::{grid, ledger, ok_results, shard, units, w};
-use super::super::{Completion, Ledger, Load, SetSpan, UnitId, UnitState, WorkUnit};
-use crate::params::{Grid, SetPlace};
+use super::super::tests::{constrained, grid, ledger, ok_results, shard, units, w};
+use super::super::{Completion, Ledger, Load, UnitState, WorkUnit};
 
 /// The load counted afresh from every unit.
 fn recount(l: &Ledger) -> Load {
@@ -55,21 +54,7 @@ fn a_lease_takes_no_more_than_its_share_once_the_queue_runs_dry() {
 #[test]
 fn a_cut_run_of_a_constrained_grid_resumes_at_the_right_position() {
     // 4 × 4 product, `a < b`: positions 1, 2, 3, 6, 7, 11 are sets 0..6.
-    let g = Grid::new()
-        .axis("a", [1, 2, 3, 4])
-        .axis("b", [1, 2, 3, 4])
-        .constrain("a < b");
-    let run = WorkUnit {
-        id: UnitId(0),
-        shard: shard(),
-        sets: SetSpan::Run {
-            first: SetPlace {
-                index: 0,
-                position: 1,
-            },
-            count: 6,
-        },
-    };
+    let (g, run) = constrained(4, 6);
     let all = run.sets.expand(&g);
     let mut l = Ledger::new(g.clone(), vec![run]).with_tail_splitting(true);
     // Two scorers out (their units are elsewhere in the sweep): a third takes 2 of 6 sets.
