@@ -507,7 +507,10 @@ fn slow_phase(
     let units = n as u64 * u64::from(cli.slow_per_node);
     let slow = sweep_from("fleet_quarter", units, if tail_splitting { 0 } else { 100 })?;
     let status = dir.join(format!("b-{tail_splitting}.jsonl"));
-    let b = run_phase_with(rt, port, &slow, (n, tail_splitting), &status, |_| {})?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let b = run_phase_with(rt, port, &slow, (n, tail_splitting), &status, move |opts| {
+        let _ = tx.send(sample_slow_leases(opts));
+    })?;
     let units = b.results.n_sets() as u64 / 4;
     let wall = b.results.timings.compute.as_secs_f64();
     let info = b.results.run_info().context("run info")?;
@@ -535,7 +538,55 @@ fn slow_phase(
     print_first_leases(label, &b.opts.progress.fleet());
     print_idle(label, &info.nodes, wall);
     println!("{label} units cut at the end: {}", info.ledger.split);
+    print_slow_leases(label, &rx.recv().unwrap_or_default());
     Ok(())
+}
+
+/// Leases as slow as this or slower are counted over the sweep (a power of two microseconds:
+/// a bucket bound of the lease histograms).
+const SLOW_LEASE: Duration = Duration::from_micros(1 << 16);
+
+/// Every 250 ms until the sweep ends: when, the scorers' leases so far, and those of
+/// [`SLOW_LEASE`] or more.
+fn sample_slow_leases(opts: &RunOptions) -> Vec<(Instant, u64, u64)> {
+    let mut samples = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !opts.progress.latest().ended && Instant::now() < deadline {
+        let fleet = opts.progress.fleet();
+        let h = &fleet.lease_latency;
+        samples.push((Instant::now(), h.count(), h.count_at_least(SLOW_LEASE)));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    samples
+}
+
+/// When in the sweep the slow leases came: its first 5 s of leases, its last 5 s, or between.
+fn print_slow_leases(label: &str, samples: &[(Instant, u64, u64)]) {
+    let leasing: Vec<_> = samples.iter().filter(|s| s.1 > 0).collect();
+    let (Some(first), Some(last)) = (leasing.first(), leasing.last()) else {
+        return;
+    };
+    let at = |t: Instant| {
+        leasing
+            .iter()
+            .rev()
+            .find(|s| s.0 <= t)
+            .map_or((0, 0), |s| (s.1, s.2))
+    };
+    let window = Duration::from_secs(5);
+    let (n_start, slow_start) = at(first.0 + window);
+    let (n_end, slow_end) = at(last.0 - window);
+    println!(
+        "{label} scorer leases of {:.1} ms or more, by time: {slow_start} of {n_start} in the \
+         first 5 s, {} of {} between, {} of {} in the last 5 s ({} of {} in all)",
+        SLOW_LEASE.as_secs_f64() * 1e3,
+        slow_end.saturating_sub(slow_start),
+        n_end.saturating_sub(n_start),
+        last.2.saturating_sub(slow_end),
+        last.1.saturating_sub(n_end),
+        last.2,
+        last.1
+    );
 }
 
 /// `at` as milliseconds since the Unix epoch (status records' clock).

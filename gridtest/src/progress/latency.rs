@@ -87,6 +87,21 @@ impl LatencyHistogram {
         self.counts.iter().sum()
     }
 
+    /// Latencies counted that were at least `bound`, as far as the buckets tell: those of every
+    /// bucket whose lower bound is at least `bound` (exact when `bound` is a power of two
+    /// microseconds, an undercount by less than one bucket otherwise).
+    #[must_use]
+    pub fn count_at_least(&self, bound: Duration) -> u64 {
+        let us = u64::try_from(bound.as_micros()).unwrap_or(u64::MAX);
+        // Bucket i (i ≥ 1) holds [2^(i-1), 2^i) µs.
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i >= 1 && 1u64 << (i - 1).min(63) >= us)
+            .map(|(_, c)| c)
+            .sum()
+    }
+
     /// The upper bound of the bucket holding the `q` quantile (`None` when empty): an
     /// overestimate by less than a factor of two.
     #[must_use]
@@ -108,6 +123,21 @@ impl LatencyHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_from_a_power_of_two_are_counted_exactly() {
+        let r = LatencyRecorder::default();
+        for us in 1..=1000u64 {
+            r.record(Duration::from_micros(us));
+        }
+        let h = r.histogram();
+        assert_eq!(h.count_at_least(Duration::from_micros(512)), 489);
+        assert_eq!(h.count_at_least(Duration::from_micros(1)), 1000);
+        assert_eq!(h.count_at_least(Duration::from_millis(2)), 0);
+        // Between powers of two: the bucket holding the bound is left out.
+        assert_eq!(h.count_at_least(Duration::from_micros(600)), 0);
+        assert_eq!(h.count_at_least(Duration::from_micros(300)), 489);
+    }
 
     #[test]
     fn quantiles_bound_the_true_values_within_a_factor_of_two() {
