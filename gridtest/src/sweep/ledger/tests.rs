@@ -254,6 +254,34 @@ fn a_retry_of_a_constrained_run_names_the_failed_set() {
     assert_eq!(again[0].1, sets[2].1, "the same set, found by its position");
 }
 
+/// One step of a random script over three workers `n0..n2`: `op` 0 leases a unit to one, 1
+/// loses one, 2 and 3 report one of the units leased so far again (every cell tagged with the
+/// next `tag`). Returns the reported unit and what the ledger did with it.
+pub(super) fn play(
+    l: &mut Ledger,
+    (op, pick): (u8, usize),
+    leased: &mut Vec<WorkUnit>,
+    tag: &mut u64,
+) -> Option<(UnitId, Completion)> {
+    let worker = format!("n{}", pick % 3);
+    match op {
+        0 => {
+            leased.extend(l.lease(&w(&worker, "0"), &[]));
+            None
+        }
+        1 => {
+            l.release_node(&worker);
+            None
+        }
+        _ if leased.is_empty() => None,
+        _ => {
+            let u = leased[pick % leased.len()].clone();
+            *tag += 1;
+            Some((u.id, l.report(Some(u.id), &u.shard, ok_results(&u, *tag))))
+        }
+    }
+}
+
 proptest! {
     /// Whatever the order, duplication and loss of reports, every cell ends with exactly one
     /// outcome: the first one reported for it.
@@ -267,17 +295,11 @@ proptest! {
         let mut first: BTreeMap<UnitId, u64> = BTreeMap::new();
         let mut leased: Vec<WorkUnit> = Vec::new();
         let mut tag = 0u64;
-        for (op, pick) in script {
-            match op {
-                0 => if let Some(u) = l.lease(&w(&format!("n{}", pick % 3), "0"), &[]) { leased.push(u) },
-                1 => { l.release_node(&format!("n{}", pick % 3)); },
-                _ => if !leased.is_empty() {
-                    let u = leased[pick % leased.len()].clone();
-                    tag += 1;
-                    if l.report(Some(u.id), &u.shard, ok_results(&u, tag)) != Completion::Duplicate {
-                        first.entry(u.id).or_insert(tag);
-                    }
-                },
+        for step in script {
+            if let Some((id, completion)) = play(&mut l, step, &mut leased, &mut tag)
+                && completion != Completion::Duplicate
+            {
+                first.entry(id).or_insert(tag);
             }
         }
         // The other workers are lost; a fresh one takes whatever is left.

@@ -3,7 +3,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use proptest::prelude::*;
 
-use super::super::tests::{constrained, grid, ledger, ok_results, shard, units, w};
+use super::super::tests::{constrained, grid, ledger, ok_results, play, shard, units, w};
 use super::super::{Completion, Ledger, Load, UnitState, WorkUnit};
 
 /// The load counted afresh from every unit.
@@ -155,16 +155,9 @@ proptest! {
         script in proptest::collection::vec((0u8..4, 0usize..12), 0..80),
     ) {
         let mut l = ledger(n_units, per_unit).with_tail_splitting(true);
-        let mut leased: Vec<WorkUnit> = Vec::new();
-        for (op, pick) in script {
-            match op {
-                0 => if let Some(u) = l.lease(&w(&format!("n{}", pick % 3), "0"), &[]) { leased.push(u) },
-                1 => { l.release_node(&format!("n{}", pick % 3)); },
-                _ => if !leased.is_empty() {
-                    let u = leased[pick % leased.len()].clone();
-                    l.report(Some(u.id), &u.shard, ok_results(&u, 1));
-                },
-            }
+        let (mut leased, mut tag) = (Vec::new(), 0);
+        for step in script {
+            play(&mut l, step, &mut leased, &mut tag);
             prop_assert_eq!(recount(&l), l.load);
         }
         for n in 0..3 {
