@@ -99,6 +99,12 @@ pub struct LeaseRequest {
     /// The sweep whose context the scorer already holds: a lease of that sweep comes without it.
     #[serde(default)]
     pub holds_context: Option<crate::sweep::SweepId>,
+    /// Lease a second (pending) unit in the same answer, the one to run next: a scorer with
+    /// nothing in hand asks so, instead of asking again as soon as its first unit starts (a
+    /// thousand scorers starting a sweep would otherwise all ask twice at once). A head that
+    /// does not know the field grants one unit, and the scorer asks for the next as before.
+    #[serde(default)]
+    pub with_next: bool,
     /// When the scorer sent it, microseconds since the Unix epoch by the scorer's clock (0:
     /// not stamped). The head's arrival latency is measured from it, which means something
     /// only where the two clocks agree (one machine: the fleet benchmark).
@@ -139,6 +145,10 @@ pub struct Lease {
     pub context: Option<EncodedOnce<SweepContext>>,
     /// The unit.
     pub unit: WorkUnit,
+    /// The unit to run after it (same sweep, leased to the same scorer), when the request
+    /// asked for one ([`LeaseRequest::with_next`]) and a pending unit was left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<WorkUnit>,
     /// How long the supervisor held the request for want of a unit (microseconds): waiting
     /// for work, not lease latency.
     #[serde(default)]

@@ -5,7 +5,8 @@
 //! A scorer on a backend that wants more parameter sets per call than a unit holds (a GPU)
 //! leases further pending units of the same shard and runs them in one call, reporting each
 //! unit on its own. When there is no supervisor or no work, it asks again after `idle_retry`.
-//! While a unit runs, the scorer already asks for the next one (a pending unit, never a
+//! A scorer with nothing in hand asks for two units at once, the one to run and the one after
+//! it; while a unit runs, it already asks for the next one (a pending unit, never a
 //! speculative copy), so the round trip to the head overlaps the work instead of following it.
 //! On `Drain` it finishes the units in hand (the prefetched one included) and stops.
 
@@ -126,8 +127,8 @@ impl Actor for Scorer {
 async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
     let retry = state.args.idle_retry;
     let (supervisor, answer) = match state.next.take() {
-        Some(Prefetch { supervisor, answer }) => {
-            let answer = answer.await.unwrap_or(LeaseAnswer::Failed);
+        Some(next) => {
+            let (supervisor, answer) = next.answer().await;
             // No pending unit was left for the prefetch: ask again at once, now
             // allowing a speculative copy.
             if matches!(answer, LeaseAnswer::NoWork) && !state.draining {
@@ -146,19 +147,21 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
                 return;
             };
             let holds = state.context.as_ref().map(|c| c.sweep_id.clone());
+            // Nothing in hand: the unit after this one comes in the same answer.
             let request = state
                 .args
-                .request(cached_shards(&state.args).await, false, holds);
+                .request(cached_shards(&state.args).await, false, holds, true);
             let answer = request_lease(&state.args, &supervisor, request).await;
             (supervisor, answer)
         }
     };
-    let lease = match answer {
-        LeaseAnswer::Granted(lease) => {
+    let (lease, next) = match answer {
+        LeaseAnswer::Granted(mut lease) => {
+            let next = lease.next.take();
             match Leased::resolve(*lease, state.context.as_ref(), &state.args.worker) {
-                Ok(leased) => leased,
+                Ok(leased) => (leased, next),
                 Err(unusable) => {
-                    let wait = unusable.hand_back(&supervisor);
+                    let wait = unusable.hand_back(&supervisor, next);
                     myself.send_after(wait, || ScorerMsg::Pull);
                     return;
                 }
@@ -179,7 +182,9 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
         }
     };
     state.context = Some(Arc::clone(&lease.context));
-    if !state.draining {
+    if let Some(unit) = next {
+        state.next = Some(Prefetch::granted(&supervisor, &lease, unit));
+    } else if !state.draining {
         state.next = Some(prefetch(&state.args, &supervisor, &lease).await);
     }
     let batch = fill_batch(&state.args, &supervisor, lease).await;

@@ -38,10 +38,23 @@ const INCOMPATIBLE_PAUSE: Duration = Duration::from_secs(2);
 
 impl Unusable {
     /// Tells the supervisor (a supervisor gone meanwhile needs nothing back); returns how
-    /// long the scorer waits before it asks again.
-    pub(super) fn hand_back(self, supervisor: &ActorRef<SupervisorMsg>) -> Duration {
+    /// long the scorer waits before it asks again. `next`, a unit leased with the unusable
+    /// one, goes back too: as an orphan of its own (an incompatible node's units are all
+    /// released by its refusal).
+    pub(super) fn hand_back(
+        self,
+        supervisor: &ActorRef<SupervisorMsg>,
+        next: Option<WorkUnit>,
+    ) -> Duration {
         let (message, pause) = match self {
-            Self::Orphan(report) => (SupervisorMsg::Report(Wire(*report)), Duration::ZERO),
+            Self::Orphan(report) => {
+                if let Some(unit) = next {
+                    let mut orphan = report.clone();
+                    (orphan.unit, orphan.shard) = (unit.id, unit.shard);
+                    let _ = supervisor.cast(SupervisorMsg::Report(Wire(*orphan)));
+                }
+                (SupervisorMsg::Report(Wire(*report)), Duration::ZERO)
+            }
             Self::Incompatible(refusal) => {
                 tracing::error!(sweep = %refusal.sweep_id, worker = %refusal.worker,
                     reason = %refusal.reason,
@@ -109,11 +122,49 @@ pub(super) enum LeaseAnswer {
     Failed,
 }
 
-/// The request for the next unit, sent while the unit in hand runs (so the round trip to the
-/// head is hidden behind the work), and who it went to.
+/// The next unit while the one in hand runs, and who it came from: leased with the unit in
+/// hand, or asked for as soon as that one started (so the round trip to the head is hidden
+/// behind the work).
 pub(super) struct Prefetch {
-    pub(super) supervisor: ActorRef<SupervisorMsg>,
-    pub(super) answer: tokio::task::JoinHandle<LeaseAnswer>,
+    supervisor: ActorRef<SupervisorMsg>,
+    answer: NextUnit,
+}
+
+enum NextUnit {
+    /// Asked for; the answer comes from this task.
+    Asked(tokio::task::JoinHandle<LeaseAnswer>),
+    /// Leased with the unit in hand (without the context, which the scorer holds by then).
+    Granted(Box<Lease>),
+}
+
+impl Prefetch {
+    /// The unit leased with `current`.
+    pub(super) fn granted(
+        supervisor: &ActorRef<SupervisorMsg>,
+        current: &Leased,
+        unit: WorkUnit,
+    ) -> Self {
+        let lease = Lease {
+            sweep_id: current.context.sweep_id.clone(),
+            context: None,
+            unit,
+            next: None,
+            held_us: 0,
+        };
+        Self {
+            supervisor: supervisor.clone(),
+            answer: NextUnit::Granted(Box::new(lease)),
+        }
+    }
+
+    /// Who it came from, and the answer (waited for if it was asked for).
+    pub(super) async fn answer(self) -> (ActorRef<SupervisorMsg>, LeaseAnswer) {
+        let answer = match self.answer {
+            NextUnit::Asked(task) => task.await.unwrap_or(LeaseAnswer::Failed),
+            NextUnit::Granted(lease) => LeaseAnswer::Granted(lease),
+        };
+        (self.supervisor, answer)
+    }
 }
 
 /// Asks `supervisor` for the unit after `current`, in the background: a pending unit only
@@ -129,11 +180,13 @@ pub(super) async fn prefetch(
     if !cached.contains(&shard) {
         cached.insert(0, shard);
     }
-    let request = args.request(cached, true, Some(current.context.sweep_id.clone()));
+    let request = args.request(cached, true, Some(current.context.sweep_id.clone()), false);
     let (args, to) = (args.clone(), supervisor.clone());
     Prefetch {
         supervisor: supervisor.clone(),
-        answer: tokio::spawn(async move { request_lease(&args, &to, request).await }),
+        answer: NextUnit::Asked(tokio::spawn(async move {
+            request_lease(&args, &to, request).await
+        })),
     }
 }
 
@@ -186,12 +239,14 @@ impl ScorerArgs {
         cached: Vec<crate::data::ShardId>,
         pending_only: bool,
         holds_context: Option<SweepId>,
+        with_next: bool,
     ) -> LeaseRequest {
         LeaseRequest {
             worker: self.worker.clone(),
             cached,
             pending_only,
             holds_context,
+            with_next,
             sent_unix_us: 0,
         }
     }
@@ -230,7 +285,7 @@ pub(super) async fn fill_batch(
     let first_context = Arc::clone(&first.context);
     let mut batch = vec![first];
     while sets < want && batch.len() < MAX_BATCH_UNITS {
-        let request = args.request(vec![shard.id()], true, Some(sweep.clone()));
+        let request = args.request(vec![shard.id()], true, Some(sweep.clone()), false);
         let Ok(CallResult::Success(Wire(Some(lease)))) = supervisor
             .call(
                 |r| SupervisorMsg::Lease(Wire(request), r),
@@ -243,7 +298,7 @@ pub(super) async fn fill_batch(
         let lease = match Leased::resolve(lease, Some(&first_context), &args.worker) {
             Ok(lease) => lease,
             Err(unusable) => {
-                let _ = unusable.hand_back(supervisor);
+                let _ = unusable.hand_back(supervisor, None);
                 break;
             }
         };

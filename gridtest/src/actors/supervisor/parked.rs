@@ -147,6 +147,7 @@ mod tests {
             cached: Vec::new(),
             pending_only,
             holds_context: None,
+            with_next: false,
             sent_unix_us: 0,
         }
     }

@@ -257,6 +257,17 @@ impl SupervisorState {
             ledger.lease(&request.worker, &request.cached)
         }
         .ok_or(Refusal::Empty)?;
+        // The unit to run next, preferring the same shard (already loaded by then).
+        let next = request
+            .with_next
+            .then(|| {
+                let first = unit.shard.id();
+                let mut prefer = Vec::with_capacity(request.cached.len() + 1);
+                prefer.push(first.clone());
+                prefer.extend(request.cached.iter().filter(|s| **s != first).cloned());
+                ledger.lease_pending(&request.worker, &prefer)
+            })
+            .flatten();
         self.fleet.leased(now);
         let sweep_id = &self.context.sweep_id;
         Ok(Lease {
@@ -264,6 +275,7 @@ impl SupervisorState {
             context: (request.holds_context.as_ref() != Some(sweep_id))
                 .then(|| self.context.clone()),
             unit,
+            next,
             held_us: 0,
         })
     }

@@ -52,12 +52,17 @@ fn a_thousand_nodes_make_one_short_summary() {
 /// A supervisor's state over four units of two sets, holding work until `wait_for_nodes`
 /// nodes have asked.
 fn state(wait_for_nodes: usize) -> SupervisorState {
+    state_over(wait_for_nodes, ["S"; 4])
+}
+
+/// The same, unit `u` of the shard of symbol `symbols[u]`.
+fn state_over(wait_for_nodes: usize, symbols: [&str; 4]) -> SupervisorState {
     let grid = Grid::new().axis("i", 0..8_i64);
     let day = "2024-01-02".parse().unwrap();
     let units = (0..4_u32)
         .map(|u| WorkUnit {
             id: UnitId(u),
-            shard: Shard::new("S", day, day),
+            shard: Shard::new(symbols[u as usize], day, day),
             sets: SetSpan::Run {
                 first: SetPlace {
                     index: u64::from(u) * 2,
@@ -105,12 +110,22 @@ fn state(wait_for_nodes: usize) -> SupervisorState {
 
 /// `node`'s scorer asks for its first unit; the answer arrives on the receiver.
 fn ask(state: &mut SupervisorState, node: &str) -> oneshot::Receiver<Wire<Option<Lease>>> {
+    ask_for(state, node, false)
+}
+
+/// The same, asking for the unit after it too when `with_next`.
+fn ask_for(
+    state: &mut SupervisorState,
+    node: &str,
+    with_next: bool,
+) -> oneshot::Receiver<Wire<Option<Lease>>> {
     let (tx, rx) = oneshot::channel();
     let request = LeaseRequest {
         worker: WorkerId::new(node, "0"),
         cached: Vec::new(),
         pending_only: false,
         holds_context: None,
+        with_next,
         sent_unix_us: 0,
     };
     state.on_lease(request, (tx, Duration::from_secs(30)).into());
@@ -145,4 +160,42 @@ fn the_request_that_opens_the_gate_starts_every_node_held_behind_it() {
     assert_eq!(units.len(), 3);
     assert!(state.fleet.leasing());
     assert_eq!(state.parked.len(), 0);
+}
+
+#[test]
+fn a_scorer_with_nothing_in_hand_gets_the_unit_after_too_of_the_same_shard() {
+    let mut state = state_over(1, ["S", "T", "S", "T"]);
+    let granted = |rx: &mut oneshot::Receiver<Wire<Option<Lease>>>| match rx.try_recv() {
+        Ok(Wire(Some(lease))) => lease,
+        other => panic!("no lease: {other:?}"),
+    };
+    let first = granted(&mut ask_for(&mut state, "a", true));
+    let next = first
+        .next
+        .clone()
+        .expect("a pending unit was left for the next one");
+    assert_eq!((first.unit.id, next.id), (UnitId(0), UnitId(2)));
+    assert_eq!(next.shard, first.unit.shard, "the same shard comes next");
+    let ledger = state.ledger.as_ref().unwrap();
+    assert_eq!(ledger.leased_to("a"), 2, "both units are the scorer's");
+    // As a JSON message: the next unit crosses the wire, and a lease without one says nothing
+    // of it (a node that does not know the field reads it as before).
+    let decoded: Lease = serde_json::from_slice(&serde_json::to_vec(&first).unwrap()).unwrap();
+    assert_eq!(decoded.next.map(|u| u.id), Some(UnitId(2)));
+
+    let alone = granted(&mut ask_for(&mut state, "b", false));
+    assert_eq!((alone.unit.id, alone.next.is_none()), (UnitId(1), true));
+    let json = serde_json::to_string(&alone).unwrap();
+    assert!(!json.contains("\"next\""), "{json}");
+    // The last pending unit comes alone when the next one is asked for too.
+    let last = granted(&mut ask_for(&mut state, "c", true));
+    assert_eq!((last.unit.id, last.next.is_none()), (UnitId(3), true));
+    assert_eq!(state.ledger.as_ref().unwrap().pending(), 0);
+}
+
+#[test]
+fn a_request_of_an_older_scorer_asks_for_one_unit() {
+    let json = r#"{"worker":{"node":"a","slot":"0"},"cached":[],"pending_only":false}"#;
+    let request: LeaseRequest = serde_json::from_str(json).unwrap();
+    assert!(!request.with_next);
 }
