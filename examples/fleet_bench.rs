@@ -538,7 +538,15 @@ fn slow_phase(
     print_first_leases(label, &b.opts.progress.fleet());
     print_idle(label, &info.nodes, wall);
     println!("{label} units cut at the end: {}", info.ledger.split);
-    print_slow_leases(label, &rx.recv().unwrap_or_default());
+    let mut samples = rx.recv().unwrap_or_default();
+    // The p99 above is read from the final histogram (statuses that came after the last
+    // sample included): it closes the series, so that the counts add up to it.
+    samples.push((
+        Instant::now(),
+        latency.count(),
+        latency.count_at_least(SLOW_LEASE),
+    ));
+    print_slow_leases(label, &samples);
     Ok(())
 }
 
@@ -560,9 +568,14 @@ fn sample_slow_leases(opts: &RunOptions) -> Vec<(Instant, u64, u64)> {
     samples
 }
 
-/// When in the sweep the slow leases came: its first 5 s of leases, its last 5 s, or between.
+/// When in the sweep the slow leases came: its first 5 s of leases, between, its last 5 s
+/// of samples, and after the sweep ended (leases the head heard of after its last sample: the
+/// last statuses of the nodes).
 fn print_slow_leases(label: &str, samples: &[(Instant, u64, u64)]) {
-    let leasing: Vec<_> = samples.iter().filter(|s| s.1 > 0).collect();
+    let Some((closing, sampled)) = samples.split_last() else {
+        return;
+    };
+    let leasing: Vec<_> = sampled.iter().filter(|s| s.1 > 0).collect();
     let (Some(first), Some(last)) = (leasing.first(), leasing.last()) else {
         return;
     };
@@ -578,14 +591,17 @@ fn print_slow_leases(label: &str, samples: &[(Instant, u64, u64)]) {
     let (n_end, slow_end) = at(last.0 - window);
     println!(
         "{label} scorer leases of {:.1} ms or more, by time: {slow_start} of {n_start} in the \
-         first 5 s, {} of {} between, {} of {} in the last 5 s ({} of {} in all)",
+         first 5 s, {} of {} between, {} of {} in the last 5 s, {} of {} heard of after the \
+         end ({} of {} in all)",
         SLOW_LEASE.as_secs_f64() * 1e3,
         slow_end.saturating_sub(slow_start),
         n_end.saturating_sub(n_start),
         last.2.saturating_sub(slow_end),
         last.1.saturating_sub(n_end),
-        last.2,
-        last.1
+        closing.2.saturating_sub(last.2),
+        closing.1.saturating_sub(last.1),
+        closing.2,
+        closing.1
     );
 }
 

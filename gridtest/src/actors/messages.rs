@@ -99,7 +99,8 @@ pub struct LeaseRequest {
     /// The sweep whose context the scorer already holds: a lease of that sweep comes without it.
     #[serde(default)]
     pub holds_context: Option<crate::sweep::SweepId>,
-    /// Lease a second (pending) unit in the same answer, the one to run next: a scorer with
+    /// Lease a second (pending) unit in the same answer, the one to run next (granted while
+    /// more units wait than are out, not in the sweep's tail): a scorer with
     /// nothing in hand asks so, instead of asking again as soon as its first unit starts (a
     /// thousand scorers starting a sweep would otherwise all ask twice at once). A head that
     /// does not know the field grants one unit, and the scorer asks for the next as before.

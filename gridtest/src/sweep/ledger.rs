@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use self::held_alone::HeldAlone;
 use self::load::Load;
 use self::unit_entry::{UnitEntry, UnitState};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
@@ -114,6 +115,7 @@ pub struct Ledger {
     speculate: bool,
     split_tail: bool,
     load: Load,
+    held_alone: HeldAlone,
     stats: LedgerStats,
     journal: Vec<FinalCell>,
 }
@@ -138,6 +140,7 @@ impl Ledger {
             speculate: true,
             split_tail: false,
             load: Load::default(),
+            held_alone: HeldAlone::default(),
             stats: LedgerStats::default(),
             journal: Vec::new(),
         };
@@ -203,6 +206,7 @@ impl Ledger {
             && entry.state != UnitState::Done
         {
             self.load.leave(&entry.state, entry.unit.sets.len());
+            self.held_alone.leave(id, &entry.state);
             entry.state = UnitState::Done;
             self.units_done += 1;
         }
@@ -240,18 +244,11 @@ impl Ledger {
             return None;
         }
         let now = Instant::now();
-        let straggler = self
-            .units
-            .iter()
-            .filter_map(|(id, e)| match &e.state {
-                UnitState::Leased(holders) if holders.len() == 1 && holders[0].0 != *worker => {
-                    Some((holders[0].1, *id))
-                }
-                _ => None,
-            })
-            .min()
-            .map(|(_, id)| id)?;
+        let straggler = self.held_alone.longest_first().find(
+            |id| matches!(&self.units[id].state, UnitState::Leased(h) if h[0].0 != *worker),
+        )?;
         let entry = self.units.get_mut(&straggler).expect("exists");
+        self.held_alone.leave(straggler, &entry.state);
         if let UnitState::Leased(holders) = &mut entry.state {
             holders.push((worker.clone(), now));
         }
@@ -287,6 +284,7 @@ impl Ledger {
             self.load.leave(&entry.state, entry.unit.sets.len());
             entry.state = UnitState::Leased(vec![(worker.clone(), now)]);
             self.load.enter(&entry.state, entry.unit.sets.len());
+            self.held_alone.enter(id, &entry.state);
             entry.leases += 1;
             return Some(entry.unit.clone());
         }
@@ -417,6 +415,12 @@ impl Ledger {
     fn release_where(&mut self, lost: impl Fn(&WorkerId) -> bool) -> Vec<UnitId> {
         let mut released = Vec::new();
         for (id, entry) in &mut self.units {
+            let touched =
+                matches!(&entry.state, UnitState::Leased(h) if h.iter().any(|(w, _)| lost(w)));
+            if !touched {
+                continue;
+            }
+            self.held_alone.leave(*id, &entry.state);
             if let UnitState::Leased(holders) = &mut entry.state {
                 holders.retain(|(w, _)| !lost(w));
                 if holders.is_empty() {
@@ -426,6 +430,7 @@ impl Ledger {
                     released.push(*id);
                 }
             }
+            self.held_alone.enter(*id, &entry.state);
         }
         for id in released.iter().rev() {
             self.queue.push_front(*id);
@@ -452,6 +457,7 @@ impl Ledger {
 }
 
 mod counts;
+mod held_alone;
 mod load;
 mod tail_split;
 #[cfg(test)]

@@ -257,9 +257,10 @@ impl SupervisorState {
             ledger.lease(&request.worker, &request.cached)
         }
         .ok_or(Refusal::Empty)?;
-        // The unit to run next, preferring the same shard (already loaded by then).
-        let next = request
-            .with_next
+        // The unit to run next, preferring the same shard (already loaded by then), while
+        // more units wait than are out: in the sweep's tail each scorer takes one at a time
+        // (asking for the next as it starts), so the last units go to scorers with none.
+        let next = (request.with_next && ledger.pending() > ledger.leased())
             .then(|| {
                 let first = unit.shard.id();
                 let mut prefer = Vec::with_capacity(request.cached.len() + 1);

@@ -49,6 +49,12 @@ impl Ledger {
         self.load.pending_units
     }
 
+    /// How many units scorers hold (a unit held by two, a speculative copy, counts once).
+    #[must_use]
+    pub fn leased(&self) -> usize {
+        self.load.leased_units
+    }
+
     /// Whether a unit waits for a scorer.
     #[must_use]
     pub fn has_pending(&self) -> bool {

@@ -211,6 +211,10 @@ fn leases_prefer_cached_shards_then_speculate_on_stragglers() {
     // n1 dies: the unit stays leased (n3 still holds it), nothing is requeued.
     assert!(l.release_node("n1").is_empty());
     assert_eq!(l.leased_to("n3"), 1);
+    // n3 holds it alone now, and may be copied again; n2 never gets a copy of its own unit.
+    let again = l.lease(&w("n2", "0"), &[]).unwrap();
+    assert_eq!(again.id, first.id);
+    assert_eq!(l.stats().speculative, 2);
 }
 
 #[test]

@@ -187,10 +187,23 @@ fn a_scorer_with_nothing_in_hand_gets_the_unit_after_too_of_the_same_shard() {
     assert_eq!((alone.unit.id, alone.next.is_none()), (UnitId(1), true));
     let json = serde_json::to_string(&alone).unwrap();
     assert!(!json.contains("\"next\""), "{json}");
-    // The last pending unit comes alone when the next one is asked for too.
-    let last = granted(&mut ask_for(&mut state, "c", true));
-    assert_eq!((last.unit.id, last.next.is_none()), (UnitId(3), true));
+    // The sweep's tail (fewer units wait than are out): one unit at a time, so that the
+    // last one goes to a scorer with none.
+    let tail = granted(&mut ask_for(&mut state, "c", true));
+    assert_eq!((tail.unit.id, tail.next.is_none()), (UnitId(3), true));
     assert_eq!(state.ledger.as_ref().unwrap().pending(), 0);
+}
+
+#[test]
+fn the_unit_after_comes_only_while_more_units_wait_than_are_out() {
+    let mut state = state(1);
+    let mut ask = |node| match ask_for(&mut state, node, true).try_recv() {
+        Ok(Wire(Some(lease))) => (lease.unit.id, lease.next.map(|u| u.id)),
+        other => panic!("no lease: {other:?}"),
+    };
+    // 4 pending, none out: two; 1 pending, 3 out: one.
+    assert_eq!(ask("a"), (UnitId(0), Some(UnitId(1))));
+    assert_eq!(ask("b"), (UnitId(2), None));
 }
 
 #[test]

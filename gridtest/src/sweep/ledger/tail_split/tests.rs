@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use proptest::prelude::*;
 
 use super::super::tests::{constrained, grid, ledger, ok_results, play, shard, units, w};
-use super::super::{Completion, Ledger, Load, UnitState, WorkUnit};
+use super::super::{Completion, HeldAlone, Ledger, Load, UnitState, WorkUnit};
 
 /// The load counted afresh from every unit.
 fn recount(l: &Ledger) -> Load {
@@ -13,6 +13,15 @@ fn recount(l: &Ledger) -> Load {
         load.enter(&e.state, e.unit.sets.len());
     }
     load
+}
+
+/// The units one scorer holds, found afresh from every unit.
+fn held_alone(l: &Ledger) -> HeldAlone {
+    let mut alone = HeldAlone::default();
+    for (id, e) in &l.units {
+        alone.enter(*id, &e.state);
+    }
+    alone
 }
 
 fn indices(u: &WorkUnit) -> Vec<u64> {
@@ -159,6 +168,7 @@ proptest! {
         for step in script {
             play(&mut l, step, &mut leased, &mut tag);
             prop_assert_eq!(recount(&l), l.load);
+            prop_assert_eq!(&held_alone(&l), &l.held_alone);
         }
         for n in 0..3 {
             l.release_node(&format!("n{n}"));
