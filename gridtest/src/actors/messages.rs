@@ -150,6 +150,12 @@ pub struct Lease {
     /// asked for one ([`LeaseRequest::with_next`]) and a pending unit was left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<WorkUnit>,
+    /// More units waited than were out when it was granted: the scorer may send its next
+    /// request anywhere in the first half of the unit, spread from the other scorers'. In the
+    /// sweep's tail (or from a head that does not say) it asks as the unit starts, so that
+    /// the scorers that finish first get the last units.
+    #[serde(default)]
+    pub queue_deep: bool,
     /// How long the supervisor held the request for want of a unit (microseconds): waiting
     /// for work, not lease latency.
     #[serde(default)]

@@ -20,7 +20,7 @@ mod lease;
 
 use lease::{
     LeaseAnswer, Leased, Prefetch, cached_shards, fill_batch, find_supervisor, prefetch,
-    request_lease,
+    prefetch_delay, request_lease,
 };
 
 use super::backend::UnitBackend;
@@ -78,6 +78,8 @@ pub struct ScorerState {
     next: Option<Prefetch>,
     /// The context of the last sweep it ran a unit of (further leases come without it).
     context: Option<Arc<SweepContext>>,
+    /// How long its last unit (or batch) took: the next request is sent within its first half.
+    last_unit: Option<Duration>,
 }
 
 /// A CPU scorer actor (one per core by default).
@@ -100,6 +102,7 @@ impl Actor for Scorer {
             draining: false,
             next: None,
             context: None,
+            last_unit: None,
         })
     }
 
@@ -155,11 +158,11 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
             (supervisor, answer)
         }
     };
-    let (lease, next) = match answer {
+    let (lease, next, queue_deep) = match answer {
         LeaseAnswer::Granted(mut lease) => {
-            let next = lease.next.take();
+            let (next, deep) = (lease.next.take(), lease.queue_deep);
             match Leased::resolve(*lease, state.context.as_ref(), &state.args.worker) {
-                Ok(leased) => (leased, next),
+                Ok(leased) => (leased, next, deep),
                 Err(unusable) => {
                     let wait = unusable.hand_back(&supervisor, next);
                     myself.send_after(wait, || ScorerMsg::Pull);
@@ -183,12 +186,18 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
     };
     state.context = Some(Arc::clone(&lease.context));
     if let Some(unit) = next {
-        state.next = Some(Prefetch::granted(&supervisor, &lease, unit));
+        state.next = Some(Prefetch::granted(&supervisor, &lease, unit, queue_deep));
     } else if !state.draining {
-        state.next = Some(prefetch(&state.args, &supervisor, &lease).await);
+        // Spread over the unit while the queue is deep; in the tail, ask at once.
+        let last = state.last_unit.filter(|_| queue_deep);
+        let delay = prefetch_delay(&state.args.worker, lease.unit.id, last);
+        state.next = Some(prefetch(&state.args, &supervisor, &lease, delay).await);
     }
+    let started = Instant::now();
     let batch = fill_batch(&state.args, &supervisor, lease).await;
-    for report in run_batch(&state.args, batch).await {
+    let reports = run_batch(&state.args, batch).await;
+    state.last_unit = Some(started.elapsed());
+    for report in reports {
         let evaluations = report.evaluations;
         // A supervisor gone meanwhile (the sweep ended through a speculative copy,
         // or the head died and will requeue) is no failure of ours.

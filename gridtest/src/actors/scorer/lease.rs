@@ -14,7 +14,7 @@ use crate::actors::messages::{
 use crate::actors::shard_loader::{CACHED_TIMEOUT, ShardLoaderMsg};
 use crate::actors::wire::Wire;
 use crate::registry::find_strategy;
-use crate::sweep::{SweepId, WorkUnit, WorkerId};
+use crate::sweep::{SweepId, UnitId, WorkUnit, WorkerId};
 
 /// A lease with its sweep's context (sent with the lease, or the one the scorer holds).
 pub(super) struct Leased {
@@ -131,24 +131,30 @@ pub(super) struct Prefetch {
 }
 
 enum NextUnit {
-    /// Asked for; the answer comes from this task.
-    Asked(tokio::task::JoinHandle<LeaseAnswer>),
+    /// Asked for (or about to be: dropping `go` sends the request at once); the answer comes
+    /// from the task.
+    Asked {
+        task: tokio::task::JoinHandle<LeaseAnswer>,
+        go: tokio::sync::oneshot::Sender<()>,
+    },
     /// Leased with the unit in hand (without the context, which the scorer holds by then).
     Granted(Box<Lease>),
 }
 
 impl Prefetch {
-    /// The unit leased with `current`.
+    /// The unit leased with `current` (in a lease that said whether the queue was deep).
     pub(super) fn granted(
         supervisor: &ActorRef<SupervisorMsg>,
         current: &Leased,
         unit: WorkUnit,
+        queue_deep: bool,
     ) -> Self {
         let lease = Lease {
             sweep_id: current.context.sweep_id.clone(),
             context: None,
             unit,
             next: None,
+            queue_deep,
             held_us: 0,
         };
         Self {
@@ -160,20 +166,25 @@ impl Prefetch {
     /// Who it came from, and the answer (waited for if it was asked for).
     pub(super) async fn answer(self) -> (ActorRef<SupervisorMsg>, LeaseAnswer) {
         let answer = match self.answer {
-            NextUnit::Asked(task) => task.await.unwrap_or(LeaseAnswer::Failed),
+            NextUnit::Asked { task, go } => {
+                drop(go);
+                task.await.unwrap_or(LeaseAnswer::Failed)
+            }
             NextUnit::Granted(lease) => LeaseAnswer::Granted(lease),
         };
         (self.supervisor, answer)
     }
 }
 
-/// Asks `supervisor` for the unit after `current`, in the background: a pending unit only
-/// (never a speculative copy, which is left for a scorer with nothing in hand), preferring
-/// `current`'s shard and the others this node holds.
+/// Asks `supervisor` for the unit after `current`, in the background, after `delay` (or as
+/// soon as the scorer wants it, if that comes first): a pending unit only (never a
+/// speculative copy, which is left for a scorer with nothing in hand), preferring `current`'s
+/// shard and the others this node holds.
 pub(super) async fn prefetch(
     args: &ScorerArgs,
     supervisor: &ActorRef<SupervisorMsg>,
     current: &Leased,
+    delay: Duration,
 ) -> Prefetch {
     let mut cached = cached_shards(args).await;
     let shard = current.unit.shard.id();
@@ -182,12 +193,39 @@ pub(super) async fn prefetch(
     }
     let request = args.request(cached, true, Some(current.context.sweep_id.clone()), false);
     let (args, to) = (args.clone(), supervisor.clone());
+    let (go, wanted) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        if !delay.is_zero() {
+            // Ends at the delay, or when `go` is dropped (the scorer wants the unit now).
+            let _ = tokio::time::timeout(delay, wanted).await;
+        }
+        request_lease(&args, &to, request).await
+    });
     Prefetch {
         supervisor: supervisor.clone(),
-        answer: NextUnit::Asked(tokio::spawn(async move {
-            request_lease(&args, &to, request).await
-        })),
+        answer: NextUnit::Asked { task, go },
     }
+}
+
+/// When, after a unit starts, its scorer asks for the next one: somewhere in the first half of
+/// a unit as long as the last one it ran (at once before it has run one), the place drawn
+/// from a hash of the scorer and the unit. Scorers that started their units together (a
+/// thousand at a sweep's start, all units equal) would otherwise ask together at every unit;
+/// the other half of the unit leaves the lease its round trip.
+pub(super) fn prefetch_delay(
+    worker: &WorkerId,
+    unit: UnitId,
+    last_unit: Option<Duration>,
+) -> Duration {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let Some(last) = last_unit else {
+        return Duration::ZERO;
+    };
+    let mut hasher = DefaultHasher::new();
+    (worker, unit).hash(&mut hasher);
+    // The top 53 bits: a fraction in [0, 1) exactly representable as f64.
+    let fraction = (hasher.finish() >> 11) as f64 / (1_u64 << 53) as f64;
+    last.mul_f64(0.5 * fraction)
 }
 
 /// The shards the node's loader holds (none when it does not answer in time).
@@ -310,4 +348,33 @@ pub(super) async fn fill_batch(
         }
     }
     batch
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::prefetch_delay;
+    use crate::sweep::{UnitId, WorkerId};
+
+    #[test]
+    fn scorers_ask_for_their_next_unit_spread_over_the_first_half_of_a_unit() {
+        let worker = |i: usize| WorkerId::new(format!("node-{i:04}"), "s0");
+        assert_eq!(prefetch_delay(&worker(0), UnitId(3), None), Duration::ZERO);
+        let last = Duration::from_secs(1);
+        // A thousand scorers that started unit 7 together: each tenth of the first half
+        // of the unit gets about a tenth of their requests.
+        let mut tenths = [0_u32; 10];
+        for i in 0..1000 {
+            let delay = prefetch_delay(&worker(i), UnitId(7), Some(last));
+            assert!(delay < last / 2, "{delay:?}");
+            tenths[(delay.as_secs_f64() / 0.05) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|n| (60..=140).contains(n)), "{tenths:?}");
+        // One scorer's units land at different places too.
+        let one: Vec<_> = (0..10)
+            .map(|u| prefetch_delay(&worker(0), UnitId(u), Some(last)))
+            .collect();
+        assert!(one.windows(2).any(|w| w[0] != w[1]));
+    }
 }

@@ -260,7 +260,8 @@ impl SupervisorState {
         // The unit to run next, preferring the same shard (already loaded by then), while
         // more units wait than are out: in the sweep's tail each scorer takes one at a time
         // (asking for the next as it starts), so the last units go to scorers with none.
-        let next = (request.with_next && ledger.pending() > ledger.leased())
+        let queue_deep = ledger.pending() > ledger.leased();
+        let next = (request.with_next && queue_deep)
             .then(|| {
                 let first = unit.shard.id();
                 let mut prefer = Vec::with_capacity(request.cached.len() + 1);
@@ -277,6 +278,7 @@ impl SupervisorState {
                 .then(|| self.context.clone()),
             unit,
             next,
+            queue_deep,
             held_us: 0,
         })
     }

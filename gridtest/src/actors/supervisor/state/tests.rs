@@ -175,6 +175,7 @@ fn a_scorer_with_nothing_in_hand_gets_the_unit_after_too_of_the_same_shard() {
         .clone()
         .expect("a pending unit was left for the next one");
     assert_eq!((first.unit.id, next.id), (UnitId(0), UnitId(2)));
+    assert!(first.queue_deep, "more units wait than are out");
     assert_eq!(next.shard, first.unit.shard, "the same shard comes next");
     let ledger = state.ledger.as_ref().unwrap();
     assert_eq!(ledger.leased_to("a"), 2, "both units are the scorer's");
@@ -191,6 +192,7 @@ fn a_scorer_with_nothing_in_hand_gets_the_unit_after_too_of_the_same_shard() {
     // last one goes to a scorer with none.
     let tail = granted(&mut ask_for(&mut state, "c", true));
     assert_eq!((tail.unit.id, tail.next.is_none()), (UnitId(3), true));
+    assert!(!tail.queue_deep, "the tail: the next request is not spread");
     assert_eq!(state.ledger.as_ref().unwrap().pending(), 0);
 }
 
