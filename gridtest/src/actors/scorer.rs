@@ -7,7 +7,9 @@
 //! unit on its own. When there is no supervisor or no work, it asks again after `idle_retry`.
 //! A scorer with nothing in hand asks for two units at once, the one to run and the one after
 //! it; while a unit runs, it already asks for the next one (a pending unit, never a
-//! speculative copy), so the round trip to the head overlaps the work instead of following it.
+//! speculative copy), so the round trip to the head overlaps the work instead of following it:
+//! at a place in the unit's first half drawn per scorer while the head says the queue is deep
+//! (scorers that started together do not ask together), at once in the sweep's tail.
 //! On `Drain` it finishes the units in hand (the prefetched one included) and stops.
 
 use std::sync::Arc;
