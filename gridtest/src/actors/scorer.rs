@@ -199,6 +199,13 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
     let batch = fill_batch(&state.args, &supervisor, lease).await;
     let reports = run_batch(&state.args, batch).await;
     state.last_unit = Some(started.elapsed());
+    send_reports(&state.args, &supervisor, reports);
+    // Fails only while this scorer is being stopped: nothing to pull then.
+    let _ = myself.cast(ScorerMsg::Pull);
+}
+
+/// Sends each unit's report to the supervisor, and tells the node's agent.
+fn send_reports(args: &ScorerArgs, supervisor: &ActorRef<SupervisorMsg>, reports: Vec<UnitReport>) {
     for report in reports {
         let evaluations = report.evaluations;
         // A supervisor gone meanwhile (the sweep ended through a speculative copy,
@@ -207,15 +214,12 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
             .cast(SupervisorMsg::Report(Wire(report)))
             .is_err()
         {
-            tracing::debug!(worker = %state.args.worker,
-                    "the supervisor is gone; report dropped");
+            tracing::debug!(worker = %args.worker, "the supervisor is gone; report dropped");
         }
-        if let Some(agent) = &state.args.agent {
+        if let Some(agent) = &args.agent {
             let _ = agent.cast(NodeAgentMsg::UnitDone(evaluations));
         }
     }
-    // Fails only while this scorer is being stopped: nothing to pull then.
-    let _ = myself.cast(ScorerMsg::Pull);
 }
 
 fn crash(what: impl std::fmt::Display) -> CellFailure {

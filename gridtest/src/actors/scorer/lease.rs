@@ -131,8 +131,8 @@ pub(super) struct Prefetch {
 }
 
 enum NextUnit {
-    /// Asked for (or about to be: dropping `go` sends the request at once); the answer comes
-    /// from the task.
+    /// Asked for (or about to be: a message on `go` sends the request at once; `go` dropped
+    /// unsent, the scorer gone, sends none); the answer comes from the task.
     Asked {
         task: tokio::task::JoinHandle<LeaseAnswer>,
         go: tokio::sync::oneshot::Sender<()>,
@@ -167,7 +167,7 @@ impl Prefetch {
     pub(super) async fn answer(self) -> (ActorRef<SupervisorMsg>, LeaseAnswer) {
         let answer = match self.answer {
             NextUnit::Asked { task, go } => {
-                drop(go);
+                let _ = go.send(());
                 task.await.unwrap_or(LeaseAnswer::Failed)
             }
             NextUnit::Granted(lease) => LeaseAnswer::Granted(lease),
@@ -195,9 +195,10 @@ pub(super) async fn prefetch(
     let (args, to) = (args.clone(), supervisor.clone());
     let (go, wanted) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
-        if !delay.is_zero() {
-            // Ends at the delay, or when `go` is dropped (the scorer wants the unit now).
-            let _ = tokio::time::timeout(delay, wanted).await;
+        // Waits for the delay, or until the scorer wants the unit now; a scorer stopped
+        // meanwhile (`go` dropped unsent) must not be leased a unit it will never run.
+        if !delay.is_zero() && matches!(tokio::time::timeout(delay, wanted).await, Ok(Err(_))) {
+            return LeaseAnswer::Failed;
         }
         request_lease(&args, &to, request).await
     });
