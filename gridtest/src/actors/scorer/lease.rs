@@ -123,8 +123,8 @@ pub(super) enum LeaseAnswer {
 }
 
 /// The next unit while the one in hand runs, and who it came from: leased with the unit in
-/// hand, or asked for as soon as that one started (so the round trip to the head is hidden
-/// behind the work).
+/// hand, or asked for while that one runs (see [`prefetch_delay`]), so the round trip to the
+/// head is hidden behind the work.
 pub(super) struct Prefetch {
     supervisor: ActorRef<SupervisorMsg>,
     answer: NextUnit,
