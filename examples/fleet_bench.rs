@@ -537,45 +537,72 @@ fn slow_phase(
     print_arrival(label, &b.opts.progress.fleet());
     print_first_leases(label, &b.opts.progress.fleet());
     print_idle(label, &info.nodes, wall);
-    println!("{label} units cut at the end: {}", info.ledger.split);
+    println!(
+        "{label} units cut at the end: {}; speculative copies: {} ({} duplicate cells)",
+        info.ledger.split, info.ledger.speculative, info.ledger.duplicate_cells
+    );
     let mut samples = rx.recv().unwrap_or_default();
     // The p99 above is read from the final histogram (statuses that came after the last
     // sample included): it closes the series, so that the counts add up to it.
-    samples.push((
-        Instant::now(),
-        latency.count(),
-        latency.count_at_least(SLOW_LEASE),
-    ));
-    print_slow_leases(label, &samples);
+    samples.push(Sample::of(&b.opts.progress.fleet()));
+    print_slow_leases(label, "scorer leases", &samples, |s| s.leases);
+    print_slow_leases(label, "lease requests sent to handled", &samples, |s| {
+        s.arrivals
+    });
     Ok(())
 }
 
-/// Leases as slow as this or slower are counted over the sweep (a power of two microseconds:
-/// a bucket bound of the lease histograms).
-const SLOW_LEASE: Duration = Duration::from_micros(1 << 16);
+/// Leases as slow as this or slower are counted over the sweep: the bound of the latency
+/// histograms' fine buckets just below the 50 ms target (12 × 2^12 µs), so that every lease
+/// that may be over it is counted.
+const SLOW_LEASE: Duration = Duration::from_micros(12 << 12);
 
-/// Every 250 ms until the sweep ends: when, the scorers' leases so far, and those of
-/// [`SLOW_LEASE`] or more.
-fn sample_slow_leases(opts: &RunOptions) -> Vec<(Instant, u64, u64)> {
+/// The lease latencies counted at the head up to one moment: `(all, slow)` of the scorers'
+/// leases (from their nodes' statuses) and of the requests' arrival at the supervisor (timed
+/// there), slow meaning [`SLOW_LEASE`] or more.
+struct Sample {
+    at: Instant,
+    leases: (u64, u64),
+    arrivals: (u64, u64),
+}
+
+impl Sample {
+    fn of(fleet: &gridtest::progress::FleetSnapshot) -> Self {
+        let counts = |h: &gridtest::progress::LatencyHistogram| {
+            (h.count(), h.count_at_least(SLOW_LEASE))
+        };
+        Self {
+            at: Instant::now(),
+            leases: counts(&fleet.lease_latency),
+            arrivals: counts(&fleet.lease_arrival),
+        }
+    }
+}
+
+/// Every 250 ms until the sweep ends.
+fn sample_slow_leases(opts: &RunOptions) -> Vec<Sample> {
     let mut samples = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(600);
     while !opts.progress.latest().ended && Instant::now() < deadline {
-        let fleet = opts.progress.fleet();
-        let h = &fleet.lease_latency;
-        samples.push((Instant::now(), h.count(), h.count_at_least(SLOW_LEASE)));
+        samples.push(Sample::of(&opts.progress.fleet()));
         std::thread::sleep(Duration::from_millis(250));
     }
     samples
 }
 
-/// When in the sweep the slow leases came: its first 5 s of leases, between, its last 5 s
-/// of samples, and after the sweep ended (leases the head heard of after its last sample: the
-/// last statuses of the nodes).
-fn print_slow_leases(label: &str, samples: &[(Instant, u64, u64)]) {
+/// When in the sweep the slow ones of `what` came: its first 5 s of leases, between, its last
+/// 5 s of samples, and after the sweep ended (what the head heard of after its last sample:
+/// the last statuses of the nodes).
+fn print_slow_leases(
+    label: &str,
+    what: &str,
+    samples: &[Sample],
+    counts: impl Fn(&Sample) -> (u64, u64),
+) {
     let Some((closing, sampled)) = samples.split_last() else {
         return;
     };
-    let leasing: Vec<_> = sampled.iter().filter(|s| s.1 > 0).collect();
+    let leasing: Vec<_> = sampled.iter().filter(|s| counts(s).0 > 0).collect();
     let (Some(first), Some(last)) = (leasing.first(), leasing.last()) else {
         return;
     };
@@ -583,25 +610,26 @@ fn print_slow_leases(label: &str, samples: &[(Instant, u64, u64)]) {
         leasing
             .iter()
             .rev()
-            .find(|s| s.0 <= t)
-            .map_or((0, 0), |s| (s.1, s.2))
+            .find(|s| s.at <= t)
+            .map_or((0, 0), |s| counts(s))
     };
     let window = Duration::from_secs(5);
-    let (n_start, slow_start) = at(first.0 + window);
-    let (n_end, slow_end) = at(last.0 - window);
+    let (n_start, slow_start) = at(first.at + window);
+    let (n_end, slow_end) = at(last.at - window);
+    let (last, closing) = (counts(last), counts(closing));
     println!(
-        "{label} scorer leases of {:.1} ms or more, by time: {slow_start} of {n_start} in the \
+        "{label} {what} of {:.1} ms or more, by time: {slow_start} of {n_start} in the \
          first 5 s, {} of {} between, {} of {} in the last 5 s, {} of {} heard of after the \
          end ({} of {} in all)",
         SLOW_LEASE.as_secs_f64() * 1e3,
         slow_end.saturating_sub(slow_start),
         n_end.saturating_sub(n_start),
-        last.2.saturating_sub(slow_end),
-        last.1.saturating_sub(n_end),
-        closing.2.saturating_sub(last.2),
+        last.1.saturating_sub(slow_end),
+        last.0.saturating_sub(n_end),
         closing.1.saturating_sub(last.1),
-        closing.2,
-        closing.1
+        closing.0.saturating_sub(last.0),
+        closing.1,
+        closing.0
     );
 }
 

@@ -134,12 +134,12 @@ fn lease_latency(registry: &mut Registry, fleet: &FleetSnapshot) {
     let h = &fleet.lease_latency;
     registry.register(
         "lease_latency_seconds",
-        "Time from a scorer's lease request to the lease granted, over the fleet, but for each scorer's first lease of a sweep (upper bounds of log2 buckets)",
+        "Time from a scorer's lease request to the lease granted, over the fleet, but for each scorer's first lease of a sweep (upper bounds of buckets an eighth of a power of two wide)",
         quantile_family(h),
     );
     registry.register(
         "first_lease_latency_seconds",
-        "The same for each scorer's first lease of a sweep, which carries the sweep's context and comes in a burst as it starts (upper bounds of log2 buckets)",
+        "The same for each scorer's first lease of a sweep, which carries the sweep's context and comes in a burst as it starts (upper bounds of buckets an eighth of a power of two wide)",
         quantile_family(&fleet.first_lease_latency),
     );
     let n: Gauge = Gauge::default();
@@ -151,17 +151,17 @@ fn lease_latency(registry: &mut Registry, fleet: &FleetSnapshot) {
     );
     registry.register(
         "lease_arrival_seconds",
-        "The head's share of the lease latency: a lease request's time from the scorer's send to the supervisor's handling, by the two hosts' wall clocks (upper bounds of log2 buckets; as exact as the clocks agree)",
+        "The head's share of the lease latency: a lease request's time from the scorer's send to the supervisor's handling, by the two hosts' wall clocks (upper bounds of buckets an eighth of a power of two wide; as exact as the clocks agree)",
         quantile_family(&fleet.lease_arrival),
     );
     registry.register(
         "supervisor_queue_seconds",
-        "How long a message waits in the supervisor's mailbox, timed by probes every 20 ms (upper bounds of log2 buckets)",
+        "How long a message waits in the supervisor's mailbox, timed by probes every 20 ms (upper bounds of buckets an eighth of a power of two wide)",
         quantile_family(&fleet.supervisor_queue),
     );
 }
 
-/// p50 and p99 of `h` (bucket upper bounds), seconds.
+/// p50 and p99 of `h` (bucket upper bounds: within an eighth above), seconds.
 fn quantile_family(h: &LatencyHistogram) -> FloatFamily {
     let quantiles = FloatFamily::default();
     for (q, name) in [(0.5, "0.5"), (0.99, "0.99")] {

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use self::held_alone::HeldAlone;
 use self::load::Load;
+use self::pace::Pace;
 use self::unit_entry::{UnitEntry, UnitState};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
 pub use super::worker_id::WorkerId;
@@ -33,6 +34,9 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
 /// How far down the queue a lease looks for a unit whose shard the worker's node holds.
 const LOCALITY_WINDOW: usize = 256;
+
+/// How many of the longest-held units a speculative lease looks at for one running late.
+const LATE_WINDOW: usize = 64;
 
 /// One result of a scorer: a cell of the unit's shard.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -116,6 +120,7 @@ pub struct Ledger {
     split_tail: bool,
     load: Load,
     held_alone: HeldAlone,
+    pace: Pace,
     stats: LedgerStats,
     journal: Vec<FinalCell>,
 }
@@ -141,6 +146,7 @@ impl Ledger {
             split_tail: false,
             load: Load::default(),
             held_alone: HeldAlone::default(),
+            pace: Pace::default(),
             stats: LedgerStats::default(),
             journal: Vec::new(),
         };
@@ -207,6 +213,11 @@ impl Ledger {
         {
             self.load.leave(&entry.state, entry.unit.sets.len());
             self.held_alone.leave(id, &entry.state);
+            if let UnitState::Leased(holders) = &entry.state
+                && let [(_, since)] = holders.as_slice()
+            {
+                self.pace.finished(entry.unit.sets.len(), since.elapsed());
+            }
             entry.state = UnitState::Done;
             self.units_done += 1;
         }
@@ -235,7 +246,8 @@ impl Ledger {
 
     /// Leases a unit to `worker`: the first pending unit whose shard is in `cached` (the worker's
     /// node holds it), else the first pending unit, else (when speculation is on and the queue
-    /// is empty) a second copy of the longest-running unit held by someone else.
+    /// is empty) a second copy of the longest-running unit held by someone else, once it runs
+    /// late: held 1.5 times as long as its sets usually take (the module `pace`).
     pub fn lease(&mut self, worker: &WorkerId, cached: &[ShardId]) -> Option<WorkUnit> {
         if let Some(unit) = self.lease_pending(worker, cached) {
             return Some(unit);
@@ -244,9 +256,18 @@ impl Ledger {
             return None;
         }
         let now = Instant::now();
-        let straggler = self.held_alone.longest_first().find(
-            |id| matches!(&self.units[id].state, UnitState::Leased(h) if h[0].0 != *worker),
-        )?;
+        // The longest held first; a smaller unit held less long may be late where a larger
+        // one is not, so a few are looked at.
+        let straggler = self
+            .held_alone
+            .longest_first()
+            .take(LATE_WINDOW)
+            .find(|id| {
+                let entry = &self.units[id];
+                matches!(&entry.state, UnitState::Leased(h)
+                    if h[0].0 != *worker
+                        && self.pace.late(entry.unit.sets.len(), now.duration_since(h[0].1)))
+            })?;
         let entry = self.units.get_mut(&straggler).expect("exists");
         self.held_alone.leave(straggler, &entry.state);
         if let UnitState::Leased(holders) = &mut entry.state {
@@ -459,6 +480,7 @@ impl Ledger {
 mod counts;
 mod held_alone;
 mod load;
+mod pace;
 mod tail_split;
 #[cfg(test)]
 mod tests;

@@ -349,3 +349,21 @@ fn a_pending_only_lease_never_copies_a_running_unit() {
     assert!(copy.id == a.id || copy.id == b.id);
     assert_eq!(l.stats().speculative, 1);
 }
+
+#[test]
+fn once_a_unit_has_finished_only_a_unit_running_late_is_copied() {
+    let mut l = ledger(3, 2);
+    let a = l.lease(&w("n1", "0"), &[]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    // Unit a took 60 ms or more: a unit of two sets is late past 90 ms or so.
+    l.report(Some(a.id), &a.shard, ok_results(&a, 1));
+    let b = l.lease(&w("n1", "0"), &[]).unwrap();
+    let c = l.lease(&w("n2", "0"), &[]).unwrap();
+    assert_eq!(l.lease(&w("n3", "0"), &[]), None, "b and c run at the usual pace");
+    assert_eq!(l.stats().speculative, 0);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let copy = l.lease(&w("n3", "0"), &[]).expect("b is late now");
+    assert_eq!(copy.id, b.id, "the longest held first");
+    assert_eq!(l.lease(&w("n3", "0"), &[]).map(|u| u.id), Some(c.id));
+    assert_eq!(l.stats().speculative, 2);
+}
