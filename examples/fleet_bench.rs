@@ -568,9 +568,8 @@ struct Sample {
 
 impl Sample {
     fn of(fleet: &gridtest::progress::FleetSnapshot) -> Self {
-        let counts = |h: &gridtest::progress::LatencyHistogram| {
-            (h.count(), h.count_at_least(SLOW_LEASE))
-        };
+        let counts =
+            |h: &gridtest::progress::LatencyHistogram| (h.count(), h.count_at_least(SLOW_LEASE));
         Self {
             at: Instant::now(),
             leases: counts(&fleet.lease_latency),

@@ -279,7 +279,10 @@ mod tests {
             for (q, truth) in [(0.5, 500u64), (0.99, 990), (1.0, 1000)] {
                 let truth = truth * scale;
                 let got = h.quantile(q).unwrap().as_micros() as u64;
-                assert!(got > truth && got <= truth + truth / 8, "q{q}: {got} for {truth}");
+                assert!(
+                    got > truth && got <= truth + truth / 8,
+                    "q{q}: {got} for {truth}"
+                );
                 // The power-of-two buckets alone: within a factor of two.
                 let coarse = coarse_only(h.clone()).quantile(q).unwrap().as_micros() as u64;
                 assert!(coarse >= got && coarse < 2 * truth + 2, "q{q}: {coarse}");
@@ -322,6 +325,9 @@ mod tests {
         );
         // A new histogram round-trips through JSON with its fine counts.
         let json = serde_json::to_string(&both).unwrap();
-        assert_eq!(serde_json::from_str::<LatencyHistogram>(&json).unwrap(), both);
+        assert_eq!(
+            serde_json::from_str::<LatencyHistogram>(&json).unwrap(),
+            both
+        );
     }
 }

@@ -359,7 +359,11 @@ fn once_a_unit_has_finished_only_a_unit_running_late_is_copied() {
     l.report(Some(a.id), &a.shard, ok_results(&a, 1));
     let b = l.lease(&w("n1", "0"), &[]).unwrap();
     let c = l.lease(&w("n2", "0"), &[]).unwrap();
-    assert_eq!(l.lease(&w("n3", "0"), &[]), None, "b and c run at the usual pace");
+    assert_eq!(
+        l.lease(&w("n3", "0"), &[]),
+        None,
+        "b and c run at the usual pace"
+    );
     assert_eq!(l.stats().speculative, 0);
     std::thread::sleep(std::time::Duration::from_millis(200));
     let copy = l.lease(&w("n3", "0"), &[]).expect("b is late now");
