@@ -236,6 +236,24 @@ fn print_idle(
         part(after),
         part(between)
     );
+    // How the last units ended: a long wait after them is the spread of these.
+    let mut ends: Vec<(f64, &str)> = nodes
+        .iter()
+        .filter_map(|(name, s)| Some((s.last_end?.as_secs_f64(), name.as_str())))
+        .collect();
+    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if let (Some(first), Some(last)) = (ends.first(), ends.last()) {
+        let at = |q: f64| ends[((ends.len() - 1) as f64 * q).round() as usize].0;
+        println!(
+            "{phase} nodes' last units ended at {:.2} s (first), {:.2} s (median), {:.2} s \
+             (99th percentile), {:.2} s (last: {}) of {wall:.2} s",
+            first.0,
+            at(0.5),
+            at(0.99),
+            last.0,
+            last.1
+        );
+    }
 }
 
 /// `n` ports free now and below the kernel's ephemeral range, so that none of the thousands of

@@ -9,7 +9,8 @@
 //! it; while a unit runs, it already asks for the next one (a pending unit, never a
 //! speculative copy), so the round trip to the head overlaps the work instead of following it:
 //! at a place in the unit's first half drawn per scorer while the head says the queue is deep
-//! (scorers that started together do not ask together), at once in the sweep's tail.
+//! (scorers that started together do not ask together), just before the unit should end in
+//! the sweep's tail.
 //! On `Drain` it finishes the units in hand (the prefetched one included) and stops.
 
 use std::sync::Arc;
@@ -22,7 +23,7 @@ mod lease;
 
 use lease::{
     LeaseAnswer, Leased, Prefetch, cached_shards, fill_batch, find_supervisor, prefetch,
-    prefetch_delay, request_lease,
+    prefetch_delay, request_lease, tail_prefetch_delay,
 };
 
 use super::backend::UnitBackend;
@@ -80,8 +81,9 @@ pub struct ScorerState {
     next: Option<Prefetch>,
     /// The context of the last sweep it ran a unit of (further leases come without it).
     context: Option<Arc<SweepContext>>,
-    /// How long its last unit (or batch) took: the next request is sent within its first half.
-    last_unit: Option<Duration>,
+    /// How long its last unit (or batch) took, and its sets: the next request is sent within
+    /// its first half while the queue is deep, just before the unit should end in the tail.
+    last_unit: Option<(Duration, usize)>,
 }
 
 /// A CPU scorer actor (one per core by default).
@@ -190,15 +192,20 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
     if let Some(unit) = next {
         state.next = Some(Prefetch::granted(&supervisor, &lease, unit, queue_deep));
     } else if !state.draining {
-        // Spread over the unit while the queue is deep; in the tail, ask at once.
-        let last = state.last_unit.filter(|_| queue_deep);
-        let delay = prefetch_delay(&state.args.worker, lease.unit.id, last);
+        // Spread over the unit while the queue is deep; in the tail, just before it ends.
+        let delay = if queue_deep {
+            let last = state.last_unit.map(|(took, _)| took);
+            prefetch_delay(&state.args.worker, lease.unit.id, last)
+        } else {
+            tail_prefetch_delay(state.last_unit, lease.unit.sets.len())
+        };
         state.next = Some(prefetch(&state.args, &supervisor, &lease, delay).await);
     }
     let started = Instant::now();
     let batch = fill_batch(&state.args, &supervisor, lease).await;
+    let sets = batch.iter().map(|l| l.unit.sets.len()).sum();
     let reports = run_batch(&state.args, batch).await;
-    state.last_unit = Some(started.elapsed());
+    state.last_unit = Some((started.elapsed(), sets));
     send_reports(&state.args, &supervisor, reports);
     // Fails only while this scorer is being stopped: nothing to pull then.
     let _ = myself.cast(ScorerMsg::Pull);

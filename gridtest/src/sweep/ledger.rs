@@ -269,10 +269,13 @@ impl Ledger {
                         && self.pace.late(entry.unit.sets.len(), now.duration_since(h[0].1)))
             })?;
         let entry = self.units.get_mut(&straggler).expect("exists");
+        let sets = entry.unit.sets.len();
         self.held_alone.leave(straggler, &entry.state);
+        self.load.leave(&entry.state, sets);
         if let UnitState::Leased(holders) = &mut entry.state {
             holders.push((worker.clone(), now));
         }
+        self.load.enter(&entry.state, sets);
         entry.leases += 1;
         self.stats.speculative += 1;
         Some(entry.unit.clone())
@@ -441,16 +444,17 @@ impl Ledger {
             if !touched {
                 continue;
             }
+            let sets = entry.unit.sets.len();
             self.held_alone.leave(*id, &entry.state);
+            self.load.leave(&entry.state, sets);
             if let UnitState::Leased(holders) = &mut entry.state {
                 holders.retain(|(w, _)| !lost(w));
                 if holders.is_empty() {
-                    self.load.leave(&entry.state, entry.unit.sets.len());
                     entry.state = UnitState::Pending;
-                    self.load.enter(&entry.state, entry.unit.sets.len());
                     released.push(*id);
                 }
             }
+            self.load.enter(&entry.state, sets);
             self.held_alone.enter(*id, &entry.state);
         }
         for id in released.iter().rev() {

@@ -229,6 +229,25 @@ pub(super) fn prefetch_delay(
     last.mul_f64(0.5 * fraction)
 }
 
+/// How long before its unit is expected to end a scorer in a sweep's tail asks for the next
+/// one: more than the lease's round trip (p99 ≤ 25 ms at 1 000 nodes on two shared cores),
+/// little enough that the requests reach the head in the order the scorers will be free.
+pub(super) const TAIL_ASK_AHEAD: Duration = Duration::from_millis(100);
+
+/// When, after a unit of `sets` sets starts in a sweep's tail, its scorer asks for the next
+/// one: [`TAIL_ASK_AHEAD`] before it is expected to end, at the pace of `last` (the scorer's
+/// last unit: how long it took and its sets; at once before it has run one). The last pieces
+/// then go to the scorers that will be free first, whatever the size of the pieces they hold
+/// (asked as each unit starts, a scorer that just took a large piece is served before one
+/// about to finish a small one), and none holds a second piece when the queue runs dry.
+pub(super) fn tail_prefetch_delay(last: Option<(Duration, usize)>, sets: usize) -> Duration {
+    let Some((took, last_sets)) = last.filter(|(_, s)| *s > 0) else {
+        return Duration::ZERO;
+    };
+    let expected = took.mul_f64(sets as f64 / last_sets as f64);
+    expected.saturating_sub(TAIL_ASK_AHEAD)
+}
+
 /// The shards the node's loader holds (none when it does not answer in time).
 pub(super) async fn cached_shards(args: &ScorerArgs) -> Vec<crate::data::ShardId> {
     args.loader
@@ -355,8 +374,32 @@ pub(super) async fn fill_batch(
 mod tests {
     use std::time::Duration;
 
-    use super::prefetch_delay;
+    use super::{TAIL_ASK_AHEAD, prefetch_delay, tail_prefetch_delay};
     use crate::sweep::{UnitId, WorkerId};
+
+    #[test]
+    fn in_the_tail_a_scorer_asks_just_before_its_unit_should_end() {
+        assert_eq!(tail_prefetch_delay(None, 4), Duration::ZERO, "no pace yet");
+        let one_second_of_four = Some((Duration::from_secs(1), 4));
+        // A piece of 2 sets at 0.25 s a set: ends at 0.5 s, asks at 0.4 s.
+        assert_eq!(
+            tail_prefetch_delay(one_second_of_four, 2),
+            Duration::from_millis(500) - TAIL_ASK_AHEAD
+        );
+        assert_eq!(
+            tail_prefetch_delay(one_second_of_four, 4),
+            Duration::from_millis(900)
+        );
+        // Shorter than the margin: at once.
+        assert_eq!(
+            tail_prefetch_delay(Some((Duration::from_millis(40), 1)), 2),
+            Duration::ZERO
+        );
+        assert_eq!(
+            tail_prefetch_delay(Some((Duration::ZERO, 0)), 2),
+            Duration::ZERO
+        );
+    }
 
     #[test]
     fn scorers_ask_for_their_next_unit_spread_over_the_first_half_of_a_unit() {

@@ -303,7 +303,10 @@ impl SupervisorState {
             return;
         };
         let completion = match results {
-            Ok(results) => ledger.report(Some(unit), &shard, results),
+            Ok(results) => {
+                ledger.computed(results.len(), Duration::from_millis(busy_ms));
+                ledger.report(Some(unit), &shard, results)
+            }
             Err(failure) => {
                 tracing::warn!(%unit, %worker, error = %failure, "unit failed");
                 ledger.fail_unit(unit, &failure)

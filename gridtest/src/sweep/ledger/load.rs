@@ -1,10 +1,14 @@
-//! `Load`: how much work waits and how much is out, kept up to date at every change of a
-//! unit's state (so that a lease reads it in constant time, whatever the grid's size).
+//! `Load`: how much work waits and how much is out, and how many scorers hold it, kept up to
+//! date at every change of a unit's state (so that a lease reads it in constant time, whatever
+//! the grid's size).
+
+use std::collections::HashMap;
 
 use super::unit_entry::UnitState;
+use crate::sweep::WorkerId;
 
 /// Units and sets by state, over a ledger's units.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Load {
     /// Units waiting for a scorer.
     pub(super) pending_units: usize,
@@ -12,6 +16,9 @@ pub(super) struct Load {
     pub(super) pending_sets: u64,
     /// Units held by at least one scorer.
     pub(super) leased_units: usize,
+    /// The units each scorer holds (a scorer with a prefetched unit holds two; a speculative
+    /// copy counts for its holder too).
+    holders: HashMap<WorkerId, u32>,
 }
 
 impl Load {
@@ -22,7 +29,12 @@ impl Load {
                 self.pending_units += 1;
                 self.pending_sets += sets as u64;
             }
-            UnitState::Leased(_) => self.leased_units += 1,
+            UnitState::Leased(holders) => {
+                self.leased_units += 1;
+                for (worker, _) in holders {
+                    *self.holders.entry(worker.clone()).or_default() += 1;
+                }
+            }
             UnitState::Done => {}
         }
     }
@@ -34,8 +46,23 @@ impl Load {
                 self.pending_units -= 1;
                 self.pending_sets -= sets as u64;
             }
-            UnitState::Leased(_) => self.leased_units -= 1,
+            UnitState::Leased(holders) => {
+                self.leased_units -= 1;
+                for (worker, _) in holders {
+                    if let Some(n) = self.holders.get_mut(worker) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.holders.remove(worker);
+                        }
+                    }
+                }
+            }
             UnitState::Done => {}
         }
+    }
+
+    /// Distinct scorers holding at least one unit.
+    pub(super) fn scorers(&self) -> usize {
+        self.holders.len()
     }
 }

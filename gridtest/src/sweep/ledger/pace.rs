@@ -7,6 +7,10 @@
 //! of those units twice for nothing. As in Spark's speculation (`spark.speculation.multiplier`,
 //! 1.5 by default), a unit is copied once it has been held [`SLACK`] times as long as its sets
 //! usually take; until a unit has finished, nothing is known and any unit may be copied.
+//!
+//! It also keeps the scorers' own time per set (busy, as they report it, without the wait of
+//! a prefetched unit in hand), from which the end of a sweep sizes its smallest pieces (the
+//! module `tail_split`).
 
 use std::time::Duration;
 
@@ -22,6 +26,13 @@ const WEIGHT: f64 = 1.0 / 8.0;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct Pace {
     seconds_per_set: Option<f64>,
+    /// The running mean of the scorers' busy time per set of the units they reported.
+    busy_per_set: Option<f64>,
+}
+
+/// `mean` moved [`WEIGHT`] of the way to `x` (or `x`, the first time).
+fn mean_with(mean: Option<f64>, x: f64) -> Option<f64> {
+    Some(mean.map_or(x, |m| m + WEIGHT * (x - m)))
 }
 
 impl Pace {
@@ -30,8 +41,19 @@ impl Pace {
         if sets == 0 {
             return;
         }
-        let x = held.as_secs_f64() / sets as f64;
-        self.seconds_per_set = Some(self.seconds_per_set.map_or(x, |m| m + WEIGHT * (x - m)));
+        self.seconds_per_set = mean_with(self.seconds_per_set, held.as_secs_f64() / sets as f64);
+    }
+
+    /// A scorer reported `sets` sets computed in `busy`.
+    pub(super) fn computed(&mut self, sets: usize, busy: Duration) {
+        if sets > 0 {
+            self.busy_per_set = mean_with(self.busy_per_set, busy.as_secs_f64() / sets as f64);
+        }
+    }
+
+    /// The scorers' busy time per set, once one has reported.
+    pub(super) fn busy_per_set(&self) -> Option<f64> {
+        self.busy_per_set
     }
 
     /// Whether a unit of `sets` sets held for `held` is late: past [`SLACK`] times its expected
@@ -65,6 +87,19 @@ mod tests {
         // An empty unit says nothing.
         let before = pace;
         pace.finished(0, Duration::from_secs(9));
+        pace.computed(0, Duration::from_secs(9));
         assert_eq!(pace, before);
+    }
+
+    #[test]
+    fn the_busy_time_per_set_is_a_running_mean_of_the_reports() {
+        let mut pace = Pace::default();
+        assert_eq!(pace.busy_per_set(), None);
+        pace.computed(4, Duration::from_secs(1));
+        assert_eq!(pace.busy_per_set(), Some(0.25));
+        pace.computed(1, Duration::from_secs_f64(0.5));
+        assert_eq!(pace.busy_per_set(), Some(0.25 + 0.25 / 8.0));
+        // The busy time does not move the lease-to-end pace, nor the other way round.
+        assert!(pace.late(4, Duration::ZERO), "no unit finished yet");
     }
 }

@@ -11,7 +11,12 @@
 //! twice, which only makes the pieces smaller sooner).
 //!
 //! A piece is never smaller than an eighth of the unit as planned ([`MAX_PIECES`]), so the
-//! lease traffic grows by a bounded factor, and only at the end. Only units with every cell
+//! lease traffic grows by a bounded factor, and only at the end; nor shorter than
+//! `scorers / TAIL_LEASES_PER_SECOND` seconds of the scorers' reported time per set, so that
+//! the end of a sweep on a thousand scorers asks the head for about as many leases a second as
+//! [`TAIL_LEASES_PER_SECOND`], not several times as many (measured: with pieces of a quarter
+//! of a second, a thousand scorers raised the leases of the last seconds by half and pushed
+//! their latency past 50 ms; `docs/benchmarks.md`, the head at 1 000 nodes). Only units with every cell
 //! open are cut (no late result of an earlier lease in them); the first piece keeps the unit's
 //! id, the rest becomes a new unit at the front of the queue (same shard: the next lease on
 //! that node finds it cached).
@@ -25,6 +30,13 @@ use crate::sweep::SetSpan;
 /// it, at least one set).
 pub(super) const MAX_PIECES: usize = 8;
 
+/// The leases a second that the pieces of a sweep's end may ask of the head, at most: a piece
+/// is no shorter than the distinct scorers holding units over this, in seconds of compute (by
+/// the scorers' reported busy time per set). Well below what a head serves (5 000–6 800 a
+/// second measured at 1 000 nodes), and a few milliseconds for a small cluster, where the
+/// planned size's eighth decides.
+pub(super) const TAIL_LEASES_PER_SECOND: f64 = 2_000.0;
+
 impl Ledger {
     /// Enables or disables cutting the last units to the leasing scorer's share of what is
     /// pending (guided self-scheduling; off by default in a bare ledger, on in a sweep).
@@ -32,6 +44,24 @@ impl Ledger {
     pub fn with_tail_splitting(mut self, on: bool) -> Self {
         self.split_tail = on;
         self
+    }
+
+    /// A scorer reported `sets` sets computed in `busy` (its own time, not the lease's): the
+    /// time per set from which the smallest piece at the end of the sweep is sized.
+    pub fn computed(&mut self, sets: usize, busy: std::time::Duration) {
+        self.pace.computed(sets, busy);
+    }
+
+    /// The fewest sets a piece may have for the tail's leases to stay within
+    /// [`TAIL_LEASES_PER_SECOND`]: one until a scorer has reported its time.
+    fn budget_floor(&self) -> usize {
+        let Some(per_set) = self.pace.busy_per_set() else {
+            return 1;
+        };
+        let seconds = self.load.scorers() as f64 / TAIL_LEASES_PER_SECOND;
+        // Busy time comes in whole milliseconds: units quicker than that read as a microsecond
+        // a set (and are not cut: their pieces would be all lease). `as` saturates.
+        ((seconds / per_set.max(1e-6)).ceil() as usize).max(1)
     }
 
     /// How many sets a lease may take now: the pending sets shared among the scorers (the
@@ -56,8 +86,9 @@ impl Ledger {
         if share >= len || entry.open_count != len || entry.state != UnitState::Pending {
             return;
         }
-        let keep = share.max(floor);
-        if keep >= len || len - keep < floor {
+        let smallest = floor.max(self.budget_floor());
+        let keep = share.max(smallest);
+        if keep >= len || len - keep < smallest {
             return;
         }
         let Some((head, tail)) = self.cut(&entry.unit.sets, keep) else {

@@ -88,6 +88,42 @@ fn a_unit_is_cut_to_no_less_than_an_eighth_of_its_size() {
     );
 }
 
+/// A ledger of `holders × per_holder + 1` units of 4 sets, each holder leased `per_holder` of
+/// them, the scorers' time reported at `per_set` seconds a set when given: the size of the
+/// last unit's lease.
+fn last_piece(holders: usize, per_holder: usize, per_set: Option<f64>) -> usize {
+    // Leased whole first (with cuts on, the queue's last third would be cut on the way).
+    let mut l = ledger(holders * per_holder + 1, 4);
+    for h in 0..holders {
+        for _ in 0..per_holder {
+            l.lease(&w(&format!("n{h}"), "0"), &[]).unwrap();
+        }
+    }
+    let mut l = l.with_tail_splitting(true);
+    if let Some(s) = per_set {
+        l.computed(4, std::time::Duration::from_secs_f64(4.0 * s));
+    }
+    assert_eq!(l.load.scorers(), holders);
+    assert_eq!(recount(&l), l.load);
+    l.lease(&w("asking", "0"), &[]).unwrap().sets.len()
+}
+
+#[test]
+fn a_piece_is_no_shorter_than_the_scorers_over_the_lease_budget() {
+    // 4 sets over 1 001 scorers: a share of one set.
+    assert_eq!(last_piece(1_000, 1, None), 1, "no time reported yet");
+    // 1 000 scorers at 2 000 leases a second: half a second of work, two sets of 0.25 s.
+    assert_eq!(last_piece(1_000, 1, Some(0.25)), 2);
+    // The same held by 500 scorers with a prefetched unit each: a quarter second, one set.
+    assert_eq!(last_piece(500, 2, Some(0.25)), 1);
+    // Sets of 0.1 s: five of them, more than the unit, which stays whole.
+    assert_eq!(last_piece(1_000, 1, Some(0.1)), 4);
+    // Units quicker than the busy time's millisecond are not cut at all.
+    assert_eq!(last_piece(10, 1, Some(0.0)), 4);
+    // A small cluster: the planned eighth decides (a unit of 4: one set).
+    assert_eq!(last_piece(3, 1, Some(0.25)), 1);
+}
+
 /// Scorers that each take a unit when free and spend `speeds[s]` time steps per set on it:
 /// the time the last one ends.
 fn makespan(mut l: Ledger, speeds: &[u64]) -> u64 {
@@ -167,7 +203,7 @@ proptest! {
         let (mut leased, mut tag) = (Vec::new(), 0);
         for step in script {
             play(&mut l, step, &mut leased, &mut tag);
-            prop_assert_eq!(recount(&l), l.load);
+            prop_assert_eq!(&recount(&l), &l.load);
             prop_assert_eq!(&held_alone(&l), &l.held_alone);
         }
         for n in 0..3 {
@@ -178,7 +214,7 @@ proptest! {
         }
         prop_assert!(l.is_finished());
         prop_assert_eq!(l.recorded(), n_units * per_unit);
-        prop_assert_eq!(recount(&l), l.load);
+        prop_assert_eq!(&recount(&l), &l.load);
         prop_assert!(l.units.values().all(|e| e.state == UnitState::Done));
         let journal = l.take_journal();
         let distinct: BTreeSet<_> = journal.iter().map(|c| c.key.clone()).collect();
