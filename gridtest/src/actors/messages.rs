@@ -152,8 +152,8 @@ pub struct Lease {
     pub next: Option<WorkUnit>,
     /// More units waited than were out when it was granted: the scorer may send its next
     /// request anywhere in the first half of the unit, spread from the other scorers'. In the
-    /// sweep's tail (or from a head that does not say) it asks as the unit starts, so that
-    /// the scorers that finish first get the last units.
+    /// sweep's tail (or from a head that does not say) it asks just before the unit should
+    /// end, so that the scorers that will be free first get the last units.
     #[serde(default)]
     pub queue_deep: bool,
     /// How long the supervisor held the request for want of a unit (microseconds): waiting
