@@ -22,8 +22,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 mod lease;
 
 use lease::{
-    LeaseAnswer, Leased, Prefetch, cached_shards, fill_batch, find_supervisor, prefetch,
-    prefetch_delay, request_lease, tail_prefetch_delay,
+    LeaseAnswer, Leased, Prefetch, cached_shards, fill_batch, find_supervisor, next_request_delay,
+    prefetch, request_lease,
 };
 
 use super::backend::UnitBackend;
@@ -192,13 +192,8 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
     if let Some(unit) = next {
         state.next = Some(Prefetch::granted(&supervisor, &lease, unit, queue_deep));
     } else if !state.draining {
-        // Spread over the unit while the queue is deep; in the tail, just before it ends.
-        let delay = if queue_deep {
-            let last = state.last_unit.map(|(took, _)| took);
-            prefetch_delay(&state.args.worker, lease.unit.id, last)
-        } else {
-            tail_prefetch_delay(state.last_unit, lease.unit.sets.len())
-        };
+        let delay =
+            next_request_delay(queue_deep, &state.args.worker, &lease.unit, state.last_unit);
         state.next = Some(prefetch(&state.args, &supervisor, &lease, delay).await);
     }
     let started = Instant::now();

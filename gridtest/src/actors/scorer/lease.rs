@@ -208,6 +208,23 @@ pub(super) async fn prefetch(
     }
 }
 
+/// When, after `unit` starts, its scorer asks for the next one: spread over the
+/// unit while the queue is deep ([`prefetch_delay`]); in the sweep's tail, just before the
+/// unit should end ([`tail_prefetch_delay`]). `last_unit`: how long the scorer's last unit
+/// took and its sets.
+pub(super) fn next_request_delay(
+    queue_deep: bool,
+    worker: &WorkerId,
+    unit: &WorkUnit,
+    last_unit: Option<(Duration, usize)>,
+) -> Duration {
+    if queue_deep {
+        prefetch_delay(worker, unit.id, last_unit.map(|(took, _)| took))
+    } else {
+        tail_prefetch_delay(last_unit, unit.sets.len())
+    }
+}
+
 /// When, after a unit starts, its scorer asks for the next one: somewhere in the first half of
 /// a unit as long as the last one it ran (at once before it has run one), the place drawn
 /// from a hash of the scorer and the unit. Scorers that started their units together (a

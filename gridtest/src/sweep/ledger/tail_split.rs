@@ -16,10 +16,10 @@
 //! the end of a sweep on a thousand scorers asks the head for about as many leases a second as
 //! [`TAIL_LEASES_PER_SECOND`], not several times as many (measured: with pieces of a quarter
 //! of a second, a thousand scorers raised the leases of the last seconds by half and pushed
-//! their latency past 50 ms; `docs/benchmarks.md`, the head at 1 000 nodes). Only units with every cell
-//! open are cut (no late result of an earlier lease in them); the first piece keeps the unit's
-//! id, the rest becomes a new unit at the front of the queue (same shard: the next lease on
-//! that node finds it cached).
+//! their latency past 50 ms; `docs/benchmarks.md`, the head at 1 000 nodes). Only units with
+//! every cell open are cut (no late result of an earlier lease in them); the first piece keeps
+//! the unit's id, the rest becomes a new unit at the front of the queue (same shard: the next
+//! lease on that node finds it cached).
 
 use super::unit_entry::{UnitEntry, UnitState};
 use super::{Ledger, UnitId, WorkUnit};
@@ -50,6 +50,12 @@ impl Ledger {
     /// time per set from which the smallest piece at the end of the sweep is sized.
     pub fn computed(&mut self, sets: usize, busy: std::time::Duration) {
         self.pace.computed(sets, busy);
+    }
+
+    /// The scorers' busy time per set as reported so far, in seconds (none before a report).
+    #[cfg(test)]
+    pub(crate) fn busy_per_set(&self) -> Option<f64> {
+        self.pace.busy_per_set()
     }
 
     /// The fewest sets a piece may have for the tail's leases to stay within

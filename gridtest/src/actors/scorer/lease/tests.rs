@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use super::{Leased, TAIL_ASK_AHEAD, Unusable, prefetch_delay, tail_prefetch_delay};
+use super::{
+    Leased, TAIL_ASK_AHEAD, Unusable, next_request_delay, prefetch_delay, tail_prefetch_delay,
+};
 use crate::actors::messages::{Lease, SupervisorMsg, UnitReport};
 use crate::actors::wire::Wire;
 use crate::data::Shard;
@@ -135,4 +137,24 @@ fn scorers_ask_for_their_next_unit_spread_over_the_first_half_of_a_unit() {
         .map(|u| prefetch_delay(&worker(0), UnitId(u), Some(last)))
         .collect();
     assert!(one.windows(2).any(|w| w[0] != w[1]));
+}
+
+#[test]
+fn the_next_request_is_spread_while_the_queue_is_deep_and_just_in_time_in_the_tail() {
+    let worker = WorkerId::new("node-0007", "s0");
+    // The last unit: 4 sets in one second; this one has 4 sets too (`unit`).
+    let last = Some((Duration::from_secs(1), 4));
+    let deep = next_request_delay(true, &worker, &unit(5), last);
+    assert_eq!(
+        deep,
+        prefetch_delay(&worker, UnitId(5), Some(Duration::from_secs(1)))
+    );
+    assert!(deep < Duration::from_millis(500), "within the first half");
+    let tail = next_request_delay(false, &worker, &unit(5), last);
+    assert_eq!(tail, Duration::from_secs(1) - TAIL_ASK_AHEAD);
+    assert_eq!(
+        next_request_delay(false, &worker, &unit(5), None),
+        Duration::ZERO,
+        "no pace yet: at once"
+    );
 }

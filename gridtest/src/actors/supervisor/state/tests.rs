@@ -4,17 +4,20 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::{SupervisorState, nodes_line};
-use crate::actors::messages::{Lease, LeaseRequest, SweepContext};
+use crate::actors::messages::{Lease, LeaseRequest, SweepContext, UnitReport};
 use crate::actors::supervisor::SupervisorTiming;
 use crate::actors::supervisor::parked::ParkedLeases;
 use crate::actors::wire::{EncodedOnce, Wire};
 use crate::data::Shard;
 use crate::engine::ExecModel;
+use crate::metrics::Metrics;
 use crate::params::{Grid, SetPlace};
 use crate::progress::ProgressFeed;
 use crate::status::StatusLog;
 use crate::strategy::DataKind;
-use crate::sweep::{Fleet, FleetRules, Ledger, SetSpan, SweepId, UnitId, WorkUnit, WorkerId};
+use crate::sweep::{
+    Fleet, FleetRules, Ledger, SetResult, SetSpan, SweepId, UnitId, WorkUnit, WorkerId,
+};
 
 fn fleet(nodes: usize) -> Fleet {
     let t0 = Instant::now();
@@ -213,4 +216,57 @@ fn a_request_of_an_older_scorer_asks_for_one_unit() {
     let json = r#"{"worker":{"node":"a","slot":"0"},"cached":[],"pending_only":false}"#;
     let request: LeaseRequest = serde_json::from_str(json).unwrap();
     assert!(!request.with_next);
+}
+
+#[test]
+fn a_report_feeds_its_busy_time_per_set_to_the_ledger_and_a_failure_does_not() {
+    let mut state = state(1);
+    let granted = |rx: &mut oneshot::Receiver<Wire<Option<Lease>>>| match rx.try_recv() {
+        Ok(Wire(Some(lease))) => lease,
+        other => panic!("no lease: {other:?}"),
+    };
+    let first = granted(&mut ask(&mut state, "a"));
+    let second = granted(&mut ask(&mut state, "b"));
+    let report = |lease: &Lease, node: &str, ok: bool, busy_ms: u64| {
+        let grid = state.context.grid.clone();
+        let results = lease
+            .unit
+            .sets
+            .expand(&grid)
+            .into_iter()
+            .map(|(place, set)| SetResult {
+                place,
+                param_set: set.id(),
+                outcome: Ok(Metrics::default()),
+                day_returns: Vec::new(),
+            })
+            .collect();
+        UnitReport {
+            sweep_id: state.context.sweep_id.clone(),
+            worker: WorkerId::new(node, "0"),
+            unit: lease.unit.id,
+            shard: lease.unit.shard.clone(),
+            results: if ok {
+                Ok(results)
+            } else {
+                Err(crate::CellFailure::new(
+                    crate::engine::FailureKind::Data,
+                    "unreadable",
+                ))
+            },
+            evaluations: 0,
+            busy_ms,
+        }
+    };
+    let (failed, done) = (
+        report(&second, "b", false, 9_000),
+        report(&first, "a", true, 500),
+    );
+    let busy = |state: &SupervisorState| state.ledger.as_ref().unwrap().busy_per_set();
+    assert_eq!(busy(&state), None, "nothing reported yet");
+    state.on_report(failed);
+    assert_eq!(busy(&state), None, "a failed unit says nothing of the pace");
+    // Two sets in half a second: a quarter of a second a set, the tail's pieces sized by it.
+    state.on_report(done);
+    assert_eq!(busy(&state), Some(0.25));
 }
