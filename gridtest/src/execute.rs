@@ -1,7 +1,7 @@
-//! Executing a sweep on this node: plan it ([`plan`]), then run the actors (shard loader,
+//! Executing a sweep on this node: plan it (a [`Plan`]), then run the actors (shard loader,
 //! supervisor, node agent and scorers) until every cell is final, resuming from and persisting
 //! to the results root. The in-process entry point is [`run_sweep`]; a head and a coordinator
-//! call [`execute`] with their own [`NodeSetup`].
+//! run the same execution with a node set-up of their own.
 
 mod actors;
 mod estimate;

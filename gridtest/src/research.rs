@@ -2,7 +2,7 @@
 //! per-period returns of its parameter sets: the probabilistic and deflated Sharpe ratios
 //! ([`sharpe`]), the effective number of independent trials ([`trials`]), the probability of
 //! backtest overfitting by combinatorially symmetric cross-validation ([`pbo`]) and walk-forward
-//! selection ([`walk_forward`]).
+//! selection ([`walk_forward()`]).
 //!
 //! Everything here works on a [`Returns`] matrix (one series per parameter set, all of the same
 //! length, one value per period) and knows nothing of where the returns came from. Sharpe ratios

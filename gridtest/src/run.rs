@@ -1,7 +1,7 @@
 //! The command line of a sweep binary: settings ([`RunArgs`]), the one-call entry points
 //! [`run`] and [`main`](crate::main) that pick the role, print the leaderboard and write the
 //! output folder, and the tracing set-up. The in-process run itself is
-//! [`run_sweep`](crate::execute::run_sweep).
+//! [`run_sweep`].
 
 mod args;
 mod bar;

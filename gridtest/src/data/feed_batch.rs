@@ -91,7 +91,7 @@ impl FeedBatch {
         &self.ts
     }
 
-    /// Value columns, in the feed's order ([`DataKind::columns`]).
+    /// Value columns, in the feed's order ([`DataKind::columns`](crate::strategy::DataKind::columns)).
     #[must_use]
     pub fn columns(&self) -> &[ScalarBuffer<f64>] {
         &self.cols

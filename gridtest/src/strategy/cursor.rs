@@ -8,7 +8,7 @@ use super::{Bars, Feed, MAX_COLUMNS, Ticks};
 /// A strategy's view of the current event and the `lookback` events before it.
 ///
 /// Cheap to pass around: a few slices and an index. Reading further back than
-/// [`Strategy::lookback`] panics (which fails only that cell).
+/// [`Strategy::lookback`](super::Strategy::lookback) panics (which fails only that cell).
 #[derive(Clone, Copy, Debug)]
 pub struct Cursor<'a, F: Feed> {
     ts: &'a [i64],
@@ -98,7 +98,7 @@ impl<'a, F: Feed> Cursor<'a, F> {
     /// initial cash.
     ///
     /// # Panics
-    /// On the targets path, if the strategy does not declare [`Strategy::ACCOUNT`] (which
+    /// On the targets path, if the strategy does not declare [`Strategy::ACCOUNT`](super::Strategy::ACCOUNT) (which
     /// `#[gridtest::strategy]` sets when the impl calls `equity`, `position` or `cash`).
     #[inline(always)]
     #[must_use]
@@ -181,7 +181,7 @@ impl<'a, F: Feed> Cursor<'a, F> {
     /// Timestamp `back` events ago (0 before the shard's start).
     ///
     /// # Panics
-    /// If `back` exceeds [`Strategy::lookback`].
+    /// If `back` exceeds [`Strategy::lookback`](super::Strategy::lookback).
     #[inline(always)]
     #[must_use]
     pub fn ts_back(&self, back: usize) -> i64 {
@@ -222,7 +222,7 @@ impl Cursor<'_, Ticks> {
     /// Price `back` ticks ago (`0.0` before the shard's start).
     ///
     /// # Panics
-    /// If `back` exceeds [`Strategy::lookback`].
+    /// If `back` exceeds [`Strategy::lookback`](super::Strategy::lookback).
     #[inline(always)]
     #[must_use]
     pub fn price_back(&self, back: usize) -> f64 {
@@ -232,7 +232,7 @@ impl Cursor<'_, Ticks> {
     /// Size `back` ticks ago (`0.0` before the shard's start).
     ///
     /// # Panics
-    /// If `back` exceeds [`Strategy::lookback`].
+    /// If `back` exceeds [`Strategy::lookback`](super::Strategy::lookback).
     #[inline(always)]
     #[must_use]
     pub fn size_back(&self, back: usize) -> f64 {
@@ -254,7 +254,7 @@ macro_rules! bar_fields {
                 #[doc = concat!("The ", $doc, " `back` bars ago (`0.0` before the shard's start).")]
                 ///
                 /// # Panics
-                /// If `back` exceeds [`Strategy::lookback`].
+                /// If `back` exceeds [`Strategy::lookback`](super::Strategy::lookback).
                 #[inline(always)]
                 #[must_use]
                 pub fn $back(&self, back: usize) -> f64 {

@@ -16,7 +16,7 @@ use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgres
 use crate::status::{StatusEvent, StatusLog};
 use crate::sweep::{Completion, Fleet, Gate, Ledger, WorkerId};
 
-/// State of the [`Supervisor`].
+/// State of the [`Supervisor`](super::Supervisor).
 pub struct SupervisorState {
     pub(super) ledger: Option<Ledger>,
     pub(super) fleet: Fleet,
