@@ -12,66 +12,54 @@
 #      each distinct mean once per staged pass): every cell vs CPU and the reference;
 #   3. the momentum grid (long/short, 1 000 sets) on W1;
 #   4. the breakout grid (long/short, 240 sets) on synthetic bars (4 × 100 000 bars): the
-#      kernel's bar path (fill at the open, mark at the close, intrabar moves).
-# Prints a summary; exit status non-zero on any disagreement. Output also under $OUT.
+#      kernel's bar path (fill at the open, mark at the close, intrabar moves);
+#   5. the device machine's CPU (a machine kind of its own): w1_bench on two cores against the
+#      numpy peer on a third, in one script (issue 15's ratio).
+# Each step runs under its own time limit. Prints a summary; exit status non-zero on any
+# disagreement. Output also under $OUT. About 90 s on an H200 (2026-12-04).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-/tmp/gridtest-device}"
 mkdir -p "$out"
 failed=0
 
-echo "== device"
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free,clocks.sm,clocks.max.sm,temperature.gpu --format=csv || true
+. gridtest-cuda/scripts/device-env.sh || exit 2
 
-echo "== libraries (the driver and NVRTC are loaded at run time)"
-# cudarc looks for libnvrtc.so, libnvrtc.so.12, ...: make the device's NVRTC (CUDA 13 here)
-# findable under a name it tries, with its builtins library beside it.
-nvrtc=$( { ldconfig -p 2>/dev/null | awk '/libnvrtc\.so/ {print $NF}';
-           find /usr/local/cuda/lib64/ /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu -name 'libnvrtc.so*' 2>/dev/null;
-           find /opt -maxdepth 9 -name 'libnvrtc.so*' 2>/dev/null; } \
-         | grep -v builtins | head -n 1)
-if [ -n "$nvrtc" ]; then
-    mkdir -p /tmp/gridtest-nvrtc
-    ln -sf "$nvrtc" /tmp/gridtest-nvrtc/libnvrtc.so
-    export LD_LIBRARY_PATH="/tmp/gridtest-nvrtc:$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    echo "NVRTC: $nvrtc"
-else
-    echo "NVRTC: not found (the GPU half will say so)"
-fi
-if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
-    driver=$(find /usr/local/nvidia /usr/lib/x86_64-linux-gnu -name 'libcuda.so.1' 2>/dev/null | head -n 1)
-    [ -n "$driver" ] && export LD_LIBRARY_PATH="$(dirname "$driver")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    echo "driver: ${driver:-not found}"
-fi
-
-bench=/tmp/gridtest-gpu_bench
-if [ -f .device/gpu_bench.xz ]; then
-    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-        .device/gpu_bench.xz "$bench" && chmod +x "$bench"
-elif command -v cargo >/dev/null; then
-    cargo build --release -p gridtest-examples --example gpu_bench && \
-        cp "${CARGO_TARGET_DIR:-target}/release/examples/gpu_bench" "$bench"
-else
-    echo "no .device/gpu_bench.xz and no cargo: run gridtest-cuda/scripts/device-prepare.sh first"
-    exit 2
-fi
-
-run() {   # name, args...
-    local name=$1; shift
+run() {   # name, seconds allowed, args...: a step that hangs is killed and the next one runs
+    local name=$1 limit=$2; shift 2
     echo "== $name"
-    if ! "$bench" --require-gpu "$@" 2>&1 | tee "$out/$name.txt"; then
+    if ! timeout --signal=KILL "$limit" "$bench" --require-gpu "$@" 2>&1 | tee "$out/$name.txt"; then
         failed=1
         echo "FAILED: $name"
     fi
 }
-run smoke --data tests/data/w1/smoke --reference tests/data/w1/smoke_reference.csv
-run w1 --data .device/w1/default --reference .device/w1/default_reference.csv --sweep --squeeze
-run w1_shared --data .device/w1/default --reference .device/w1/default_reference.csv --strategy sma_crossover_shared
-run momentum --data .device/w1/default --strategy momentum
-run breakout --strategy breakout
+run smoke 45 --data tests/data/w1/smoke --reference tests/data/w1/smoke_reference.csv
+run w1 150 --data .device/w1/default --reference .device/w1/default_reference.csv --sweep --squeeze
+run w1_shared 75 --data .device/w1/default --reference .device/w1/default_reference.csv --strategy sma_crossover_shared
+run momentum 75 --data .device/w1/default --strategy momentum
+run breakout 75 --strategy breakout
+
+# Issue 15 on the device machine's CPU (another machine kind): the W1 benchmark on two cores
+# against the numpy peer on one, in the same run (both pinned when taskset is there).
+if [ -f .device/w1_bench.xz ]; then
+    echo "== cpu_w1"
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+        .device/w1_bench.xz /tmp/gridtest-w1_bench && chmod +x /tmp/gridtest-w1_bench
+    two=(); one=()
+    command -v taskset >/dev/null && { two=(taskset -c 0,1); one=(taskset -c 2); }
+    {
+        timeout --signal=KILL 60 "${two[@]}" /tmp/gridtest-w1_bench --data .device/w1/default \
+            --reference .device/w1/default_reference.csv --threads 2 --indicators shared --repeat 2
+        timeout --signal=KILL 60 "${one[@]}" python3 examples/peers/w1_numpy.py .device/w1/default \
+            --symbols 1 --sets 100 --reference .device/w1/default_reference.csv
+        timeout --signal=KILL 60 "${two[@]}" /tmp/gridtest-w1_bench --data .device/w1/default \
+            --reference .device/w1/default_reference.csv --threads 2 --indicators shared --repeat 2
+    } 2>&1 | tee "$out/cpu_w1.txt"
+fi
 
 echo "== summary"
 grep -h -E '^\||parity|squeeze|sweep path|reference|SKIPPED|Error|error|WARN' "$out"/smoke.txt "$out"/w1.txt "$out"/w1_shared.txt "$out"/momentum.txt "$out"/breakout.txt
+[ -f "$out/cpu_w1.txt" ] && grep -h -i -E 'throughput|numpy peer|reference|simd|threads|error' "$out/cpu_w1.txt"
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,clocks_throttle_reasons.active --format=csv || true
 [ "$failed" = 0 ] && echo "DEVICE CHECK PASSED" || echo "DEVICE CHECK FAILED"
 exit "$failed"

@@ -5,7 +5,8 @@
 #   gridtest-cuda/scripts/device-prepare.sh        # then, on the device machine:
 #   bash gridtest-cuda/scripts/device-check.sh     # carrying .device (see the last line printed)
 #
-# Writes .device/ (ignored by git, about 40 MB): gpu_bench (release, stripped, xz-compressed) and
+# Writes .device/ (ignored by git, about 56 MB): gpu_bench and w1_bench (release, stripped,
+# xz-compressed; w1_bench measures the device machine's CPU against the numpy peer) and
 # the W1 benchmark dataset re-encoded losslessly to fit the transfer (zstd, delta-coded
 # timestamps, byte-stream-split floats: 46 -> 24 MB; gpu_bench checks it against the W1 reference
 # on both machines). W1 comes from ../shared/data/w1 (GRIDTEST_W1 to override).
@@ -17,11 +18,13 @@ w1="${GRIDTEST_W1:-../shared/data/w1}"
 out=.device
 mkdir -p "$out"
 
-echo "== gpu_bench (release)"
-cargo build --release -p gridtest-examples --example gpu_bench
-cp "$CARGO_TARGET_DIR/release/examples/gpu_bench" "$out/gpu_bench"
-strip "$out/gpu_bench"
-xz -T0 -6 -f "$out/gpu_bench"
+echo "== gpu_bench and w1_bench (release)"
+cargo build --release -p gridtest-examples --example gpu_bench --example w1_bench
+for bin in gpu_bench w1_bench; do
+    cp "$CARGO_TARGET_DIR/release/examples/$bin" "$out/$bin"
+    strip "$out/$bin"
+    xz -T0 -9e -f "$out/$bin"
+done
 
 echo "== W1 dataset, re-encoded"
 if [ ! -x "$tools/pyarrow/bin/python" ]; then
@@ -50,4 +53,4 @@ echo "== the re-encoded dataset reproduces the W1 reference here"
     --reference "$out/w1/default_reference.csv"
 
 du -sh "$out"
-echo "ready: device run with command 'bash gridtest-cuda/scripts/device-check.sh', carry [\".device\"], timeout_s 420"
+echo "ready: device run with command 'bash gridtest-cuda/scripts/device-check.sh', carry [\".device\"], timeout_s 420 (about 90 s on an H200)"
