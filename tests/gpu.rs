@@ -227,7 +227,7 @@ fn sma_kernel_with_narrow_staging_equals_the_cpu_engine() {
         .map(|s| (find_strategy("sma_crossover").unwrap().lookback)(s).unwrap())
         .max()
         .unwrap();
-    let limit = Ticks::COLUMNS.len() * 8 * (lookback + 37);
+    let limit = 8 * (Ticks::COLUMNS.len() * (lookback + 37) + 2 * 37);
     assert_eq!(
         LaunchPlan::new(Ticks::COLUMNS.len(), lookback, 0, limit).map(|p| p.stage),
         Some(37)
@@ -302,7 +302,7 @@ fn breakout_kernel_on_bars_equals_the_cpu_engine_bit_for_bit() {
     assert!(trades > 100, "the grid trades ({trades} trades)");
     check_parity("breakout", &shards, &sets, &exec, H200, cpu);
     let narrow = Launch {
-        shared_limit: Bars::COLUMNS.len() * 8 * (200 + 41),
+        shared_limit: 8 * (Bars::COLUMNS.len() * (200 + 41) + 2 * 41),
         multiprocessors: 1,
     };
     check_parity("breakout", &shards, &sets, &exec, narrow, cpu);
@@ -344,7 +344,7 @@ fn shared_means_kernel_with_narrowed_blocks_equals_the_cpu_engine() {
     let n_cols = Ticks::COLUMNS.len();
     let wide = lanes.launch(&all, n_cols, 1, SHARED_BYTES).unwrap();
     assert_eq!(wide.threads, 128);
-    let limit = 8 * (n_cols * (wide.lookback + 32) + wide.n_series * 33) - 8;
+    let limit = 8 * (n_cols * (wide.lookback + 32) + wide.n_series * 33 + 2 * 32) - 8;
     let narrow = lanes.launch(&all, n_cols, 1, limit).unwrap();
     assert!(
         narrow.threads < 128 && narrow.n_series < wide.n_series,

@@ -435,8 +435,8 @@ impl GpuDevice {
         // is as long as the kernel reads (`n_cols × n` shard values, `n_lanes × param_len`
         // parameters, `blocks × n_series × 2` table entries, `n_lanes × GT_OUT_LEN`
         // results), every slot index a lane holds is below `n_series`, and the shared
-        // memory requested is the plan's, which counts the staged window, the means and
-        // their sums (`LaunchPlan::new`).
+        // memory requested is the plan's, which counts the staged window, the means, their
+        // sums and the events' growth (`LaunchPlan::new`).
         unsafe { builder.launch(config) }.map_err(other)?;
         self.launches.fetch_add(1, Ordering::Relaxed);
         let mut out = vec![0.0f64; out_len];

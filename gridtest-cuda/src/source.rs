@@ -37,8 +37,8 @@ pub struct LaunchPlan {
     /// Events staged per pass (beside the lookback).
     pub stage: usize,
     /// Dynamic shared memory per block: the staged window, `n_cols × (lookback + stage)`
-    /// doubles, then the block's shared means over the stage, `series × stage`, and their
-    /// running window sums, `series`.
+    /// doubles, then the block's shared means over the stage, `series × stage`, their running
+    /// window sums, `series`, and each staged event's fill and hold growth, `2 × stage`.
     pub shared_bytes: usize,
 }
 
@@ -50,17 +50,18 @@ impl LaunchPlan {
     /// ```
     /// use gridtest_cuda::source::{LaunchPlan, SHARED_BYTES};
     /// let plan = LaunchPlan::new(2, 1000, 0, SHARED_BYTES).unwrap();
-    /// assert_eq!((plan.stage, plan.shared_bytes), (1024, 2 * 2024 * 8));
+    /// assert_eq!((plan.stage, plan.shared_bytes), (1024, (2 * 2024 + 2 * 1024) * 8));
     /// // With 22 shared means per block: fewer events per pass.
     /// let plan = LaunchPlan::new(2, 1000, 22, SHARED_BYTES).unwrap();
-    /// assert_eq!((plan.stage, plan.shared_bytes), (171, (2 * 1171 + 22 * 172) * 8));
+    /// assert_eq!((plan.stage, plan.shared_bytes), (158, (2 * 1158 + 22 * 159 + 2 * 158) * 8));
     /// ```
     #[must_use]
     pub fn new(n_cols: usize, lookback: usize, series: usize, shared_limit: usize) -> Option<Self> {
         let stage = stage_len(n_cols, lookback, series, shared_limit)?;
         Some(Self {
             stage,
-            shared_bytes: 8 * (n_cols.max(1) * (lookback + stage) + series * (stage + 1)),
+            shared_bytes: 8
+                * (n_cols.max(1) * (lookback + stage) + series * (stage + 1) + 2 * stage),
         })
     }
 }
@@ -247,24 +248,20 @@ typedef struct {
 } GtLane;
 
 /// Events `[base, base + len)` of the staged window `win` for one lane; `means` holds the
-/// block's shared means over the pass (series k at `means[k * stage + j]`), and the lane's
-/// slots are `p[slot_at + s]`, indices of the block's series.
-__device__ void gt_lane_events(GtLane* lane, double* state, const double* p, const double* win,
-                               const double* means, const GtLaunch* l, long long base, int len) {
-    const double* col[GT_MAX_COLS + GT_MAX_SHARED];
+/// block's shared means over the pass (series k at `means[k * stage + j]`), `slot_base[s]` is
+/// where the lane's slot s starts among them, and `growth` the block's fill and hold growth of
+/// each event. The column pointers are rebuilt per event over every possible column and slot
+/// (constant bounds: they stay in registers, and those the strategy never reads are dropped).
+__device__ void gt_lane_events(GtLane* lane, double* state, const double* p, const int* slot_base,
+                               const double* win, const double* means, const double* growth,
+                               const GtLaunch* l, long long base, int len) {
     for (int j = 0; j < len; ++j) {
         long long t = base + j;
         int at = l->lookback + j;
-        if (t > 0) {
-            double fill = win[l->fill_col * l->span + at];
-            double g_fill = fill / win[l->mark_col * l->span + at - 1];
-            double g_hold = l->intrabar ? win[l->mark_col * l->span + at] / fill : 1.0;
-            gt_account_step(&lane->acct, g_fill, g_hold, l->cost, l->intrabar);
-        }
-        for (int c = 0; c < l->n_cols; ++c) col[c] = win + c * l->span + at;
-        for (int s = 0; s < l->n_slots; ++s) {
-            col[GT_MAX_COLS + s] = means + (int)p[l->slot_at + s] * l->stage + j;
-        }
+        if (t > 0) gt_account_step(&lane->acct, growth[j], growth[l->stage + j], l->cost, l->intrabar);
+        const double* col[GT_MAX_COLS + GT_MAX_SHARED];
+        for (int c = 0; c < GT_MAX_COLS; ++c) col[c] = win + (c < l->n_cols ? c : 0) * l->span + at;
+        for (int s = 0; s < GT_MAX_SHARED; ++s) col[GT_MAX_COLS + s] = means + slot_base[s] + j;
         double target = gt_step(state, p, col, t);
         gt_set_target(&lane->acct, target, t, l->max_lev);
         if ((t + 1) % GT_TILE == 0 || t + 1 == l->n) {
@@ -272,6 +269,19 @@ __device__ void gt_lane_events(GtLane* lane, double* state, const double* p, con
             gt_end_tile(&lane->acct, periods);
             lane->tile_start = t + 1;
         }
+    }
+}
+
+/// The fill and hold growth of the `len` events of a staged pass, the same for every lane, so
+/// computed once per block: `growth[j]` the fill over the previous mark, `growth[stage + j]`
+/// the mark over the fill on bars (1 on ticks). `run_lane`'s divisions, operand for operand.
+__device__ void gt_block_growth(double* growth, const double* win, const GtLaunch* l,
+                                long long base, int len) {
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+        int at = l->lookback + j;
+        double fill = win[l->fill_col * l->span + at];
+        growth[j] = base + j > 0 ? fill / win[l->mark_col * l->span + at - 1] : 1.0;
+        growth[l->stage + j] = l->intrabar ? win[l->mark_col * l->span + at] / fill : 1.0;
     }
 }
 
@@ -320,6 +330,7 @@ extern "C" __global__ void gt_run(const double* __restrict__ cols, long long n, 
     l.fill_col = fill_col; l.mark_col = mark_col; l.intrabar = intrabar;
     double* means = win + n_cols * l.span;
     double* sums = means + n_series * stage;
+    double* growth = sums + n_series;
     const double* block_table = table + (long long)blockIdx.x * n_series * 2;
     for (int k = threadIdx.x; k < n_series; k += blockDim.x) sums[k] = 0.0;
     int lane_id = blockIdx.x * blockDim.x + threadIdx.x;
@@ -331,6 +342,10 @@ extern "C" __global__ void gt_run(const double* __restrict__ cols, long long n, 
     gt_account_init(&lane.acct);
     lane.tile_start = 0;
     if (active) gt_init(state, p);
+    int slot_base[GT_MAX_SHARED];
+    for (int s = 0; s < GT_MAX_SHARED; ++s) {
+        slot_base[s] = active && s < n_slots ? (int)p[slot_at + s] * stage : 0;
+    }
     for (long long base = 0; base < n; base += stage) {
         int len = (int)(n - base < (long long)stage ? n - base : (long long)stage);
         __syncthreads();
@@ -340,11 +355,10 @@ extern "C" __global__ void gt_run(const double* __restrict__ cols, long long n, 
             win[i] = (t >= 0 && t < n) ? cols[(long long)c * n + t] : 0.0;
         }
         __syncthreads();
-        if (n_series > 0) {
-            gt_block_means(block_table, win, means, sums, &l, len);
-            __syncthreads();
-        }
-        if (active) gt_lane_events(&lane, state, p, win, means, &l, base, len);
+        gt_block_growth(growth, win, &l, base, len);
+        if (n_series > 0) gt_block_means(block_table, win, means, sums, &l, len);
+        __syncthreads();
+        if (active) gt_lane_events(&lane, state, p, slot_base, win, means, growth, &l, base, len);
     }
     if (active) gt_account_write(&lane.acct, out + (long long)lane_id * GT_OUT_LEN);
 }
@@ -377,8 +391,9 @@ pub fn kernel_source(code: &GpuCode) -> String {
 }
 
 /// Events staged per block pass so that the window, `n_cols × (lookback + stage)` doubles,
-/// and `series` shared means over the stage with their sums, `series × (stage + 1)` doubles,
-/// fit in `shared_bytes` (at least 32 events, at most 1 024); `None` if even 32 do not fit.
+/// `series` shared means over the stage with their sums, `series × (stage + 1)` doubles, and
+/// the events' fill and hold growth, `2 × stage` doubles, fit in `shared_bytes` (at least 32
+/// events, at most 1 024); `None` if even 32 do not fit.
 #[must_use]
 pub fn stage_len(
     n_cols: usize,
@@ -388,7 +403,7 @@ pub fn stage_len(
 ) -> Option<usize> {
     let cols = n_cols.max(1);
     let fixed = 8 * (cols * lookback + series);
-    let per_event = 8 * (cols + series);
+    let per_event = 8 * (cols + series + 2);
     let stage = shared_bytes.checked_sub(fixed)? / per_event;
     (stage >= 32).then_some(stage.min(1024))
 }
@@ -431,11 +446,12 @@ mod tests {
     #[test]
     fn the_stage_fits_shared_memory() {
         assert_eq!(stage_len(2, 1000, 0, 48 * 1024), Some(1024));
-        assert_eq!(stage_len(5, 1000, 0, 48 * 1024), Some(228));
+        // Each staged event takes a double per column and two for its growth.
+        assert_eq!(stage_len(5, 1000, 0, 48 * 1024), Some(163));
         assert_eq!(stage_len(5, 1200, 0, 48 * 1024), None);
         // Shared means take a double per staged event each, and one for their sum.
-        assert_eq!(stage_len(2, 1000, 22, 48 * 1024), Some(171));
-        assert_eq!(stage_len(2, 1000, 100, 48 * 1024), Some(39));
+        assert_eq!(stage_len(2, 1000, 22, 48 * 1024), Some(158));
+        assert_eq!(stage_len(2, 1000, 100, 48 * 1024), Some(38));
         assert_eq!(stage_len(2, 1000, 200, 48 * 1024), None);
     }
 
@@ -443,16 +459,16 @@ mod tests {
     fn the_launch_plan_fits_shared_memory() {
         for (n_cols, lookback) in [(2, 1), (2, 1000), (5, 500), (5, 1000)] {
             for series in [0, 1, 16, 40] {
+                let bytes = |stage: usize| {
+                    8 * (n_cols * (lookback + stage) + series * (stage + 1) + 2 * stage)
+                };
                 let Some(plan) = LaunchPlan::new(n_cols, lookback, series, SHARED_BYTES) else {
-                    assert!(8 * (n_cols * (lookback + 32) + series * 33) > SHARED_BYTES);
+                    assert!(bytes(32) > SHARED_BYTES);
                     continue;
                 };
                 assert!(plan.shared_bytes <= SHARED_BYTES);
-                assert_eq!(
-                    plan.shared_bytes,
-                    8 * (n_cols * (lookback + plan.stage) + series * (plan.stage + 1))
-                );
-                let more = 8 * (n_cols * (lookback + plan.stage + 1) + series * (plan.stage + 2));
+                assert_eq!(plan.shared_bytes, bytes(plan.stage));
+                let more = bytes(plan.stage + 1);
                 assert!(
                     plan.stage == 1024 || more > SHARED_BYTES,
                     "the largest stage"
