@@ -247,11 +247,10 @@ typedef struct {
     long long tile_start;
 } GtLane;
 
-/// Events `[base, base + len)` of the staged window `win` for one lane; `means` holds the
-/// block's shared means over the pass (series k at `means[k * stage + j]`), `slot_base[s]` is
-/// where the lane's slot s starts among them, and `growth` the block's fill and hold growth of
-/// each event. The column pointers are rebuilt per event over every possible column and slot
-/// (constant bounds: they stay in registers, and those the strategy never reads are dropped).
+/// Events `[base, base + len)` of the staged window `win` for one lane: `means` the block's
+/// means over the pass (series k at `means[k * stage + j]`; the lane's slot s at `slot_base[s]`),
+/// `growth` each event's fill and hold growth. Pointers over every column and slot, constant
+/// bounds: they stay in registers, and those the strategy never reads are dropped.
 __device__ void gt_lane_events(GtLane* lane, double* state, const double* p, const int* slot_base,
                                const double* win, const double* means, const double* growth,
                                const GtLaunch* l, long long base, int len) {
@@ -272,9 +271,8 @@ __device__ void gt_lane_events(GtLane* lane, double* state, const double* p, con
     }
 }
 
-/// The fill and hold growth of the `len` events of a staged pass, the same for every lane, so
-/// computed once per block: `growth[j]` the fill over the previous mark, `growth[stage + j]`
-/// the mark over the fill on bars (1 on ticks). `run_lane`'s divisions, operand for operand.
+/// Each event's growth, the same for every lane, once per block: `growth[j]` the fill over the
+/// previous mark, `growth[stage + j]` the mark over the fill on bars (1 on ticks), as `run_lane`.
 __device__ void gt_block_growth(double* growth, const double* win, const GtLaunch* l,
                                 long long base, int len) {
     for (int j = threadIdx.x; j < len; j += blockDim.x) {
