@@ -297,6 +297,16 @@ fn main() -> anyhow::Result<()> {
         device.multiprocessors(),
         device.free_bytes() >> 20
     );
+    let (major, minor) = gpus[0].compute_capability;
+    let arch = format!("sm_{major}{minor}");
+    let code = (find_strategy(&args.strategy)?.gpu)().context("the strategy has no GPU code")?;
+    match gridtest_cuda::resources::kernel_resources(&args.strategy, &code, &arch) {
+        Ok(k) => println!(
+            "kernel for {arch}: {} registers, {} bytes stack frame, {} / {} bytes spilled / reloaded",
+            k.registers, k.stack_frame_bytes, k.spill_store_bytes, k.spill_load_bytes
+        ),
+        Err(e) => println!("kernel for {arch}: no resource report ({e})"),
+    }
     // Warm-up: compile the kernel and upload the shards.
     let t = Instant::now();
     run_gpu(&device, &args.strategy, &data, &sets[..1], &exec, 1)?;

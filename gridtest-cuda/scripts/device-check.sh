@@ -58,7 +58,7 @@ if [ -f .device/w1_bench.xz ]; then
 fi
 
 echo "== summary"
-grep -h -E '^\||parity|squeeze|sweep path|reference|SKIPPED|Error|error|WARN' "$out"/smoke.txt "$out"/w1.txt "$out"/w1_shared.txt "$out"/momentum.txt "$out"/breakout.txt
+grep -h -E '^\||parity|squeeze|sweep path|reference|kernel for|SKIPPED|Error|error|WARN' "$out"/smoke.txt "$out"/w1.txt "$out"/w1_shared.txt "$out"/momentum.txt "$out"/breakout.txt
 [ -f "$out/cpu_w1.txt" ] && grep -h -i -E 'throughput|numpy peer|reference|simd|threads|error' "$out/cpu_w1.txt"
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,clocks_throttle_reasons.active --format=csv || true
 [ "$failed" = 0 ] && echo "DEVICE CHECK PASSED" || echo "DEVICE CHECK FAILED"

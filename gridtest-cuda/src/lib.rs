@@ -10,6 +10,8 @@
 //! * [`runner`]: compile once per device (NVRTC, no FMA contraction, so results equal the CPU
 //!   engine's), upload each shard once per device (byte budget), launch, read back the
 //!   accumulators and finish them with the CPU's code.
+//! * [`resources`]: registers, stack frame and spills of a strategy's kernel on an
+//!   architecture, as ptxas reports them (NVRTC only, no GPU).
 //! * [`admission`]: several scorers per card admitted by real free memory minus a reserve;
 //!   out-of-memory splits the launch instead of failing cells.
 //!
@@ -18,13 +20,14 @@
 
 #![allow(
     unsafe_code,
-    reason = "probing for libcuda and launching kernels go through cudarc's unsafe API; each use has a SAFETY note"
+    reason = "probing for libcuda, launching kernels and reading NVRTC's log go through cudarc's unsafe API; each use has a SAFETY note"
 )]
 
 pub mod admission;
 pub mod device;
 pub mod launch;
 pub mod provider;
+pub mod resources;
 pub mod runner;
 pub mod source;
 pub mod telemetry;

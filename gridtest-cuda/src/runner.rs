@@ -123,6 +123,15 @@ struct ShardCache {
     slices: HashMap<ShardKey, Arc<CudaSlice<f64>>>,
 }
 
+/// NVRTC options for the CPU engine's arithmetic: no fused multiply-add, IEEE division and
+/// square root, no flush to zero.
+pub(crate) const EXACT_MATH: [&str; 4] = [
+    "--ftz=false",
+    "--prec-sqrt=true",
+    "--prec-div=true",
+    "--fmad=false",
+];
+
 /// Compiles a strategy's kernel to PTX with NVRTC: no fused multiply-add, IEEE division and
 /// square root, no flush to zero, so the device computes what the CPU engine computes. Needs
 /// only `libnvrtc`, no GPU.
@@ -133,10 +142,7 @@ pub fn compile(strategy: &str, code: &GpuCode) -> Result<cudarc::nvrtc::Ptx, Gpu
     cudarc::nvrtc::compile_ptx_with_opts(
         kernel_source(code),
         CompileOptions {
-            fmad: Some(false),
-            prec_div: Some(true),
-            prec_sqrt: Some(true),
-            ftz: Some(false),
+            options: EXACT_MATH.iter().map(|o| (*o).to_owned()).collect(),
             ..CompileOptions::default()
         },
     )
