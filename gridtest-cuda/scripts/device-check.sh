@@ -47,14 +47,19 @@ if [ -f .device/w1_bench.xz ]; then
         .device/w1_bench.xz /tmp/gridtest-w1_bench && chmod +x /tmp/gridtest-w1_bench
     two=(); one=()
     command -v taskset >/dev/null && { two=(taskset -c 0,1); one=(taskset -c 2); }
-    {
+    if ! (
+        rc=0
         timeout --signal=KILL 60 "${two[@]}" /tmp/gridtest-w1_bench --data .device/w1/default \
-            --reference .device/w1/default_reference.csv --threads 2 --indicators shared --repeat 2
+            --reference .device/w1/default_reference.csv --threads 2 --indicators shared --repeat 2 || rc=1
         timeout --signal=KILL 60 "${one[@]}" python3 examples/peers/w1_numpy.py .device/w1/default \
-            --symbols 1 --sets 100 --reference .device/w1/default_reference.csv
+            --symbols 1 --sets 100 --reference .device/w1/default_reference.csv || rc=1
         timeout --signal=KILL 60 "${two[@]}" /tmp/gridtest-w1_bench --data .device/w1/default \
-            --reference .device/w1/default_reference.csv --threads 2 --indicators shared --repeat 2
-    } 2>&1 | tee "$out/cpu_w1.txt"
+            --reference .device/w1/default_reference.csv --threads 2 --indicators shared --repeat 2 || rc=1
+        exit "$rc"
+    ) 2>&1 | tee "$out/cpu_w1.txt"; then
+        failed=1
+        echo "FAILED: cpu_w1"
+    fi
 fi
 
 echo "== summary"
