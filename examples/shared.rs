@@ -35,7 +35,9 @@ impl Strategy for SmaCrossoverShared {
 
     #[inline(always)]
     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
-        if now.index() + 1 >= self.warm_up && now.shared(0) > now.shared(1) {
+        // `&`, not `&&`: the engine's loop over the chunk then reads both means for every
+        // event, without a mask.
+        if (now.index() + 1 >= self.warm_up) & (now.shared(0) > now.shared(1)) {
             1.0
         } else {
             0.0

@@ -15,6 +15,7 @@
 //! bit-identical to the lane-by-lane loop.
 
 use super::account::{Account, Hot};
+use super::simd;
 pub(super) use decide::Decide;
 pub(super) use targets::Targets;
 use targets::{changed, next_change};
@@ -42,7 +43,7 @@ pub(super) struct Block {
 /// The per-event state of `N` lanes (see [`Hot`]), one array per field: what the event loop
 /// keeps in vector registers.
 #[derive(Clone, Copy)]
-struct Lanes<const N: usize> {
+pub(super) struct Lanes<const N: usize> {
     equity: V<N>,
     weight: V<N>,
     held: V<N>,
@@ -142,7 +143,11 @@ impl Block {
                     continue;
                 }
                 if lanes.long_whole() {
-                    lanes.hold_long::<INTRABAR>(&g_fill[i..steady], &g_hold[i..steady]);
+                    simd::hold_long::<INTRABAR, N>(
+                        &mut lanes,
+                        &g_fill[i..steady],
+                        &g_hold[i..steady],
+                    );
                 } else {
                     for j in i..steady {
                         lanes.event::<INTRABAR>(accounts, &slot, (g_fill[j], g_hold[j], cost));
@@ -282,7 +287,7 @@ impl<const N: usize> Lanes<N> {
     /// the same for every lane (the growth, the return, its downside) computed once per event,
     /// and the lanes that hold fixed for the run. `g_hold` is read for bars only.
     #[inline(always)]
-    fn hold_long<const INTRABAR: bool>(&mut self, g_fill: &[f64], g_hold: &[f64]) {
+    pub(super) fn hold_long<const INTRABAR: bool>(&mut self, g_fill: &[f64], g_hold: &[f64]) {
         let (zero, one) = (V::splat(0.0), V::splat(1.0));
         let live = self.held.ne(zero);
         let mut count = zero;

@@ -20,7 +20,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::block::{Block, Targets};
+use super::block::{Block, Lanes, Targets};
 
 mod peak;
 
@@ -153,6 +153,41 @@ pub(super) fn step_events<const INTRABAR: bool>(
     block.step_events::<INTRABAR, 2>(rows, ratios, cost);
 }
 
+/// [`Lanes::hold_long`] (a run of events in which every lane holds, flat or long its whole
+/// equity: most of W1's events) as a function of its own for AVX2 and AVX-512 widths.
+///
+/// Inlined into the step, whose trade path needs many vector registers, the loop kept three
+/// of its per-lane sums on the stack (a load and a store per event each; perf: the hottest
+/// instructions of the AVX2 step). On its own the loop holds all its state in registers. A
+/// CPU without the store-to-load renaming of Zen 2 and later (Zen 1) paid that path's latency
+/// on every event. The call is once per run of events, not per event.
+#[inline]
+#[allow(
+    unsafe_code,
+    reason = "calling a function compiled for AVX2 or AVX-512 is sound only on a CPU that has \
+              them: checked at run time just before, each call with its SAFETY note"
+)]
+pub(super) fn hold_long<const INTRABAR: bool, const N: usize>(
+    lanes: &mut Lanes<N>,
+    g_fill: &[f64],
+    g_hold: &[f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let level = SimdLevel::detected();
+        if N == 8 && level >= SimdLevel::Avx512 {
+            // SAFETY: the CPU reported AVX-512 F, VL and DQ (`detect`), which is all
+            // `hold_long_avx512` enables.
+            return unsafe { x86::hold_long_avx512::<INTRABAR, N>(lanes, g_fill, g_hold) };
+        }
+        if N == 4 && level >= SimdLevel::Avx2 {
+            // SAFETY: the CPU reported AVX2 (`detect`), which is all `hold_long_avx2` enables.
+            return unsafe { x86::hold_long_avx2::<INTRABAR, N>(lanes, g_fill, g_hold) };
+        }
+    }
+    lanes.hold_long::<INTRABAR>(g_fill, g_hold);
+}
+
 /// Work that [`run`] compiles for a vector level: `call` must be `#[inline(always)]`, so that
 /// it is compiled into each level's copy (a closure would not reliably be).
 ///
@@ -192,6 +227,25 @@ pub(super) fn run<W: Inlined>(level: SimdLevel, work: W, subject: &mut W::Subjec
     baseline(work, subject)
 }
 
+/// `0..n`, each index also telling the compiler that it is below `n`.
+///
+/// A loop over `0..n` whose body reads a slice of length `n` checks the index against `n`;
+/// the compiler drops that check only where it can prove `j < n`, which it does not always
+/// do in a large function (the lanes' decisions inside [`run`]'s copies: a shared series'
+/// read stayed a select, which the vectorised loop does as masked loads and blends).
+#[inline(always)]
+#[allow(
+    unsafe_code,
+    reason = "an assumption that holds by construction: a range `0..n` yields only `j < n`"
+)]
+pub(super) fn below(n: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |j| {
+        // SAFETY: `j` comes from the range `0..n`, so `j < n`.
+        unsafe { std::hint::assert_unchecked(j < n) };
+        j
+    })
+}
+
 /// The baseline copy of [`run`]: a function of its own, for the same reason as the others.
 #[inline(never)]
 fn baseline<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
@@ -200,7 +254,7 @@ fn baseline<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Block, Inlined, Targets};
+    use super::{Block, Inlined, Lanes, Targets};
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
     pub(super) fn run_avx512<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
@@ -210,6 +264,26 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) fn run_avx2<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
         work.call(subject)
+    }
+
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
+    #[inline(never)]
+    pub(super) fn hold_long_avx512<const INTRABAR: bool, const N: usize>(
+        lanes: &mut Lanes<N>,
+        g_fill: &[f64],
+        g_hold: &[f64],
+    ) {
+        lanes.hold_long::<INTRABAR>(g_fill, g_hold);
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline(never)]
+    pub(super) fn hold_long_avx2<const INTRABAR: bool, const N: usize>(
+        lanes: &mut Lanes<N>,
+        g_fill: &[f64],
+        g_hold: &[f64],
+    ) {
+        lanes.hold_long::<INTRABAR>(g_fill, g_hold);
     }
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]

@@ -238,7 +238,8 @@ impl<F: Feed, S: Series<F>> AnySeries<F> for S {
 ///     }
 ///     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
 ///         let ready = now.index() + 1 >= self.warm_up;
-///         if ready && now.shared(0) > now.shared(1) { 1.0 } else { 0.0 }
+///         // `&`, not `&&`: both series read for every event, so the loop needs no mask.
+///         if ready & (now.shared(0) > now.shared(1)) { 1.0 } else { 0.0 }
 ///     }
 /// }
 /// # let _ = Cross { warm_up: 0 };

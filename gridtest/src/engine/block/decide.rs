@@ -2,7 +2,7 @@
 //! compiled for the CPU's vector level (see [`super::super::simd::run`]).
 
 use super::super::account::Account;
-use super::super::simd::Inlined;
+use super::super::simd::{self, Inlined};
 use super::Targets;
 use super::targets::{Changes, ROWS};
 use crate::strategy::{Cursor, Strategy};
@@ -63,8 +63,13 @@ impl<S: Strategy> Inlined for Decide<'_, S> {
 }
 
 /// The strategy's targets for the events of `rows` (the first at index `first`), written raw
-/// into `rows`; whether all are within `max_leverage`.
+/// into `rows`; whether all are within `max_leverage` (never `true` for a NaN).
 ///
+/// The check keeps the largest `|target|` as its bits: for floats without a sign, the bits as
+/// integers order as the values do, with every NaN above infinity, so one integer `max` per
+/// event does it (a running `&=` of comparisons was narrowed and packed at every vector). It
+/// may say `false` where a plain comparison would not (a limit of `-0.0`): the chunk then goes
+/// through [`Account::set_target`] event by event, which decides each target exactly.
 #[inline(always)]
 fn decide_rows<S: Strategy>(
     strategy: &mut S,
@@ -72,13 +77,75 @@ fn decide_rows<S: Strategy>(
     rows: &mut [f64],
     (first, max_leverage): (u64, f64),
 ) -> bool {
-    let (mut within, n) = (true, rows.len());
-    // Indexed by a range (not `enumerate`), so that the compiler sees `j < n`, the span.
-    for (row, j) in rows.iter_mut().zip(0..n) {
+    let (mut largest, n) = (0, rows.len());
+    // Indexed by `below(n)` (not `enumerate`), so that the compiler knows `j < n`, the span,
+    // and reads the shared series without a bounds check.
+    for (row, j) in rows.iter_mut().zip(simd::below(n)) {
         cursor.seek(j, first + j as u64);
         let target = strategy.on_data(cursor);
-        within &= target.abs() <= max_leverage;
+        largest = largest.max(magnitude(target));
         *row = target;
     }
-    within
+    at_most(largest, max_leverage)
+}
+
+/// `|x|` as an integer that orders as the values do (NaN above infinity).
+#[inline(always)]
+fn magnitude(x: f64) -> i64 {
+    // The sign bit cleared: a non-negative `i64`.
+    x.abs().to_bits().cast_signed()
+}
+
+/// Whether a [`magnitude`] is at most `limit` (never for a NaN; `false` for a limit below
+/// `+0.0` or NaN, where the caller checks each value exactly).
+#[inline(always)]
+fn at_most(magnitude: i64, limit: f64) -> bool {
+    limit >= 0.0 && magnitude <= limit.to_bits().cast_signed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{at_most, magnitude};
+
+    #[test]
+    fn magnitudes_order_as_the_values_and_reject_nan() {
+        let values = [
+            0.0,
+            -0.0,
+            f64::MIN_POSITIVE / 4.0,
+            1e-300,
+            0.5,
+            -0.999_999_999_999_999_9,
+            1.0,
+            -1.0,
+            1.0_f64.next_up(),
+            2.5,
+            -2.5,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+        ];
+        let limits = [0.0, 0.5, 1.0, 2.5, 1e300, f64::INFINITY];
+        for &limit in &limits {
+            for &x in &values {
+                assert_eq!(
+                    at_most(magnitude(x), limit),
+                    x.abs() <= limit,
+                    "{x} against {limit}"
+                );
+            }
+            // The largest of several, as the chunk keeps it.
+            let largest = values.iter().map(|&x| magnitude(x)).max().unwrap_or(0);
+            assert!(!at_most(largest, limit), "a NaN among them, limit {limit}");
+        }
+        // Limits the check leaves to the exact path: never `true`.
+        for limit in [-0.0, -1.0, f64::NAN] {
+            assert!(
+                values.iter().all(|&x| !at_most(magnitude(x), limit)),
+                "{limit}"
+            );
+        }
+    }
 }
