@@ -239,10 +239,9 @@ pub(super) fn run<W: Inlined>(level: SimdLevel, work: W, subject: &mut W::Subjec
     reason = "an assumption that holds by construction: a range `0..n` yields only `j < n`"
 )]
 pub(super) fn below(n: usize) -> impl Iterator<Item = usize> {
-    (0..n).map(move |j| {
+    (0..n).inspect(move |&j| {
         // SAFETY: `j` comes from the range `0..n`, so `j < n`.
         unsafe { std::hint::assert_unchecked(j < n) };
-        j
     })
 }
 
