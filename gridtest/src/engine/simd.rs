@@ -239,9 +239,13 @@ pub(super) fn run<W: Inlined>(level: SimdLevel, work: W, subject: &mut W::Subjec
     reason = "an assumption that holds by construction: a range `0..n` yields only `j < n`"
 )]
 pub(super) fn below(n: usize) -> impl Iterator<Item = usize> {
-    (0..n).inspect(move |&j| {
+    // `map`, not `inspect`: the same code, but with `inspect` the AVX2 build ran W1 at
+    // 0.91–0.93× (the step's code laid out differently; measured in pairs, stop 46).
+    #[allow(clippy::manual_inspect, reason = "measured faster, see above")]
+    (0..n).map(move |j| {
         // SAFETY: `j` comes from the range `0..n`, so `j < n`.
         unsafe { std::hint::assert_unchecked(j < n) };
+        j
     })
 }
 
