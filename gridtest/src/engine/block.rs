@@ -40,6 +40,33 @@ pub(super) struct Block {
     state: Lanes<BLOCK>,
 }
 
+/// What every lane that is flat or long its whole equity shares at one event (see
+/// [`Lanes::hold_long`]): the growth of a whole long weight, its return and the return's
+/// downside squared, computed once per event of the tile ([`super::window::Window`]) rather
+/// than in every group's loop.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Growth {
+    mark: f64,
+    ret: f64,
+    down2: f64,
+}
+
+impl Growth {
+    /// The growth at an event whose fill ratio is `g_fill` and, for bars (`intrabar`), whose
+    /// close-to-open ratio is `g_hold` — what [`Lanes::hold`] computes for a whole weight.
+    pub(super) fn new(intrabar: bool, g_fill: f64, g_hold: f64) -> Self {
+        // `mark`: a whole weight grows by the ratio itself; for bars, then by the close's.
+        let mark = if intrabar { g_fill * g_hold } else { g_fill };
+        let ret = mark - 1.0;
+        let down = if ret < 0.0 { ret } else { 0.0 };
+        Self {
+            mark,
+            ret,
+            down2: down * down,
+        }
+    }
+}
+
 /// The per-event state of `N` lanes (see [`Hot`]), one array per field: what the event loop
 /// keeps in vector registers.
 #[derive(Clone, Copy)]
@@ -106,11 +133,12 @@ impl Block {
     pub(super) fn step_events<const INTRABAR: bool, const N: usize>(
         &mut self,
         (targets, first): (&Targets, usize),
-        (g_fill, g_hold): (&[f64], &[f64]),
+        (g_fill, g_hold, growth): (&[f64], &[f64], &[Growth]),
         cost: f64,
     ) {
         let n = g_fill.len();
         assert!(g_hold.len() >= n, "a hold ratio per event");
+        assert!(growth.len() >= n, "a growth per event");
         let zero = V::splat(0.0);
         for g in (0..BLOCK).step_by(N) {
             let mut lanes = self.state.lanes::<N>(g);
@@ -143,11 +171,7 @@ impl Block {
                     continue;
                 }
                 if lanes.long_whole() {
-                    simd::hold_long::<INTRABAR, N>(
-                        &mut lanes,
-                        &g_fill[i..steady],
-                        &g_hold[i..steady],
-                    );
+                    simd::hold_long::<N>(&mut lanes, &growth[i..steady]);
                 } else {
                     for j in i..steady {
                         lanes.event::<INTRABAR>(accounts, &slot, (g_fill[j], g_hold[j], cost));
@@ -284,34 +308,49 @@ impl<const N: usize> Lanes<N> {
 
     /// [`Lanes::hold`] over events where no lane trades, every lane flat or long its whole
     /// equity ([`Lanes::long_whole`]): the same operations on the same values, with what is
-    /// the same for every lane (the growth, the return, its downside) computed once per event,
-    /// and the lanes that hold fixed for the run. `g_hold` is read for bars only.
+    /// the same for every lane (the growth, the return, its downside: [`Growth`]) computed once
+    /// per event of the tile, and the lanes that hold fixed for the run.
     #[inline(always)]
-    pub(super) fn hold_long<const INTRABAR: bool>(&mut self, g_fill: &[f64], g_hold: &[f64]) {
-        let (zero, one) = (V::splat(0.0), V::splat(1.0));
+    pub(super) fn hold_long(&mut self, growth: &[Growth]) {
+        let zero = V::splat(0.0);
         let live = self.held.ne(zero);
-        let mut count = zero;
-        for (j, &gf) in g_fill.iter().enumerate() {
-            // `mark`: a whole weight grows by the ratio itself; for bars, then by the close's.
-            let m = if INTRABAR { gf * g_hold[j] } else { gf };
-            let r = m - 1.0;
-            let down = if r < 0.0 { r } else { 0.0 };
+        // Every lane long (as often as not in a crossover's grid): the same sums without the
+        // masks, a live lane's term being added in full either way.
+        if live.not().any() {
+            self.hold_long_masked::<true>(live, growth);
+        } else {
+            self.hold_long_masked::<false>(live, growth);
+        }
+        // A held lane is exposed at every event: both counts grow by the events (whole
+        // numbers, exact: the sum of as many ones).
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "a tile's events, far below 2^53"
+        )]
+        let count = live.select(V::splat(growth.len() as f64), zero);
+        self.active = self.active.add(count);
+        self.exposed = self.exposed.add(count);
+    }
+
+    /// [`Lanes::hold_long`]'s loop; `MASKED`: some lanes are flat (not `live`), and keep
+    /// their values (`equity × 1`, sums `+ 0.0`).
+    #[inline(always)]
+    fn hold_long_masked<const MASKED: bool>(&mut self, live: M<N>, growth: &[Growth]) {
+        let (zero, one) = (V::splat(0.0), V::splat(1.0));
+        let term = |v: V<N>, flat: V<N>| if MASKED { live.select(v, flat) } else { v };
+        for g in growth {
             // `settle`, with `equity × 1` (its own bits) where a lane is flat.
-            self.equity = self.equity.mul(live.select(V::splat(m), one));
-            let d = V::splat(r).sub(self.shift);
-            self.s1 = self.s1.add(live.select(d, zero));
-            self.s2 = self.s2.add(live.select(d.mul(d), zero));
-            self.downside2 = self.downside2.add(live.select(V::splat(down * down), zero));
-            count = count.add(live.select(one, zero));
+            self.equity = self.equity.mul(term(V::splat(g.mark), one));
+            let d = V::splat(g.ret).sub(self.shift);
+            self.s1 = self.s1.add(term(d, zero));
+            self.s2 = self.s2.add(term(d.mul(d), zero));
+            self.downside2 = self.downside2.add(term(V::splat(g.down2), zero));
             self.trough = self.equity.min(self.trough);
             let record = self.equity.gt(self.peak);
             if record.any() {
                 self.close_episodes(record);
             }
         }
-        // A held lane is exposed at every event: both counts grow alike (whole numbers, exact).
-        self.active = self.active.add(count);
-        self.exposed = self.exposed.add(count);
     }
 
     /// The event for the lanes that hold a position and keep it: marked to the fill (and, for

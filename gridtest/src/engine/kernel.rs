@@ -306,7 +306,11 @@ impl<S: Strategy> Kernel<S> {
         let (window, targets) = (&self.window, &*self.targets);
         let step = |block: &mut Block, events: std::ops::Range<usize>| {
             let rows = (targets, events.start - chunk.start);
-            let ratios = (&window.g_fill[events.clone()], &window.g_hold[events]);
+            let ratios = (
+                &window.g_fill[events.clone()],
+                &window.g_hold[events.clone()],
+                &window.growth[events],
+            );
             if <S::Feed as Feed>::INTRABAR {
                 simd::step_events::<true>(simd, block, rows, ratios, cost);
             } else {

@@ -20,7 +20,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::block::{Block, Lanes, Targets};
+use super::block::{Block, Growth, Lanes, Targets};
 
 mod peak;
 
@@ -137,7 +137,7 @@ pub(super) fn step_events<const INTRABAR: bool>(
     level: SimdLevel,
     block: &mut Block,
     rows: (&Targets, usize),
-    ratios: (&[f64], &[f64]),
+    ratios: (&[f64], &[f64], &[Growth]),
     cost: f64,
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -167,25 +167,21 @@ pub(super) fn step_events<const INTRABAR: bool>(
     reason = "calling a function compiled for AVX2 or AVX-512 is sound only on a CPU that has \
               them: checked at run time just before, each call with its SAFETY note"
 )]
-pub(super) fn hold_long<const INTRABAR: bool, const N: usize>(
-    lanes: &mut Lanes<N>,
-    g_fill: &[f64],
-    g_hold: &[f64],
-) {
+pub(super) fn hold_long<const N: usize>(lanes: &mut Lanes<N>, growth: &[Growth]) {
     #[cfg(target_arch = "x86_64")]
     {
         let level = SimdLevel::detected();
         if N == 8 && level >= SimdLevel::Avx512 {
             // SAFETY: the CPU reported AVX-512 F, VL and DQ (`detect`), which is all
             // `hold_long_avx512` enables.
-            return unsafe { x86::hold_long_avx512::<INTRABAR, N>(lanes, g_fill, g_hold) };
+            return unsafe { x86::hold_long_avx512::<N>(lanes, growth) };
         }
         if N == 4 && level >= SimdLevel::Avx2 {
             // SAFETY: the CPU reported AVX2 (`detect`), which is all `hold_long_avx2` enables.
-            return unsafe { x86::hold_long_avx2::<INTRABAR, N>(lanes, g_fill, g_hold) };
+            return unsafe { x86::hold_long_avx2::<N>(lanes, growth) };
         }
     }
-    lanes.hold_long::<INTRABAR>(g_fill, g_hold);
+    lanes.hold_long(growth);
 }
 
 /// Work that [`run`] compiles for a vector level: `call` must be `#[inline(always)]`, so that
@@ -257,7 +253,7 @@ fn baseline<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Block, Inlined, Lanes, Targets};
+    use super::{Block, Growth, Inlined, Lanes, Targets};
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
     pub(super) fn run_avx512<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
@@ -271,29 +267,21 @@ mod x86 {
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
     #[inline(never)]
-    pub(super) fn hold_long_avx512<const INTRABAR: bool, const N: usize>(
-        lanes: &mut Lanes<N>,
-        g_fill: &[f64],
-        g_hold: &[f64],
-    ) {
-        lanes.hold_long::<INTRABAR>(g_fill, g_hold);
+    pub(super) fn hold_long_avx512<const N: usize>(lanes: &mut Lanes<N>, growth: &[Growth]) {
+        lanes.hold_long(growth);
     }
 
     #[target_feature(enable = "avx2")]
     #[inline(never)]
-    pub(super) fn hold_long_avx2<const INTRABAR: bool, const N: usize>(
-        lanes: &mut Lanes<N>,
-        g_fill: &[f64],
-        g_hold: &[f64],
-    ) {
-        lanes.hold_long::<INTRABAR>(g_fill, g_hold);
+    pub(super) fn hold_long_avx2<const N: usize>(lanes: &mut Lanes<N>, growth: &[Growth]) {
+        lanes.hold_long(growth);
     }
 
     #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
     pub(super) fn avx512<const INTRABAR: bool>(
         block: &mut Block,
         rows: (&Targets, usize),
-        ratios: (&[f64], &[f64]),
+        ratios: (&[f64], &[f64], &[Growth]),
         cost: f64,
     ) {
         block.step_events::<INTRABAR, 8>(rows, ratios, cost);
@@ -303,7 +291,7 @@ mod x86 {
     pub(super) fn avx2<const INTRABAR: bool>(
         block: &mut Block,
         rows: (&Targets, usize),
-        ratios: (&[f64], &[f64]),
+        ratios: (&[f64], &[f64], &[Growth]),
         cost: f64,
     ) {
         block.step_events::<INTRABAR, 4>(rows, ratios, cost);

@@ -1,6 +1,7 @@
 //! `Window`: the tile being processed, with the lookback carried in front of it, and the price
 //! ratios every lane of the tile shares.
 
+use super::block::Growth;
 use super::kernel::TILE;
 use super::shared_pool::{SharedPool, Slots};
 use crate::data::{FeedBatch, NS_PER_DAY};
@@ -17,6 +18,8 @@ pub(super) struct Window {
     pub(super) g_fill: Vec<f64>,
     /// Mark / fill (bars: close / open), per event of the tile.
     pub(super) g_hold: Vec<f64>,
+    /// What every lane flat or long its whole equity shares, per event of the tile.
+    pub(super) growth: Vec<Growth>,
     last_mark: f64,
     /// When recording days: the tile positions where a new day starts (never the shard's first
     /// event), and the day of the last event loaded.
@@ -33,6 +36,7 @@ impl Window {
             len: 0,
             g_fill: vec![1.0; TILE],
             g_hold: vec![1.0; TILE],
+            growth: vec![Growth::default(); TILE],
             last_mark: f64::NAN,
             day_starts: Vec::new(),
             day: None,
@@ -83,6 +87,9 @@ impl Window {
             for j in 0..n {
                 self.g_hold[j] = mark[j] / fill[j];
             }
+        }
+        for j in 0..n {
+            self.growth[j] = Growth::new(F::INTRABAR, self.g_fill[j], self.g_hold[j]);
         }
         self.last_mark = prev;
     }

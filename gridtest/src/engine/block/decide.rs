@@ -65,11 +65,12 @@ impl<S: Strategy> Inlined for Decide<'_, S> {
 /// The strategy's targets for the events of `rows` (the first at index `first`), written raw
 /// into `rows`; whether all are within `max_leverage` (never `true` for a NaN).
 ///
-/// The check keeps the largest `|target|` as its bits: for floats without a sign, the bits as
-/// integers order as the values do, with every NaN above infinity, so one integer `max` per
-/// event does it (a running `&=` of comparisons was narrowed and packed at every vector). It
-/// may say `false` where a plain comparison would not (a limit of `-0.0`): the chunk then goes
-/// through [`Account::set_target`] event by event, which decides each target exactly.
+/// The loop only ORs the targets' bits together (one instruction per vector): with the sign
+/// cleared, that is at least the largest `|target|` as bits, and non-negative floats order as
+/// their bits do (every NaN above infinity), so an OR within the limit proves every target
+/// within it. Targets such as 0 and ±1 OR to 1 exactly; where the OR says no (fractions of
+/// several sizes), the largest `|target|` is found in a second pass over the rows, and only a
+/// chunk with one truly beyond the limit goes through [`Account::set_target`] event by event.
 #[inline(always)]
 fn decide_rows<S: Strategy>(
     strategy: &mut S,
@@ -77,16 +78,23 @@ fn decide_rows<S: Strategy>(
     rows: &mut [f64],
     (first, max_leverage): (u64, f64),
 ) -> bool {
-    let (mut largest, n) = (0, rows.len());
+    let (mut bits, n) = (0, rows.len());
     // Indexed by `below(n)` (not `enumerate`), so that the compiler knows `j < n`, the span,
     // and reads the shared series without a bounds check.
     for (row, j) in rows.iter_mut().zip(simd::below(n)) {
         cursor.seek(j, first + j as u64);
         let target = strategy.on_data(cursor);
-        largest = largest.max(magnitude(target));
+        bits |= target.to_bits();
         *row = target;
     }
-    at_most(largest, max_leverage)
+    at_most(magnitude(f64::from_bits(bits)), max_leverage)
+        || at_most(largest_magnitude(rows), max_leverage)
+}
+
+/// The largest [`magnitude`] of `values` (0 for none).
+#[inline(always)]
+fn largest_magnitude(values: &[f64]) -> i64 {
+    values.iter().fold(0, |m, &x| m.max(magnitude(x)))
 }
 
 /// `|x|` as an integer that orders as the values do (NaN above infinity).
@@ -105,7 +113,7 @@ fn at_most(magnitude: i64, limit: f64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{at_most, magnitude};
+    use super::{at_most, largest_magnitude, magnitude};
 
     #[test]
     fn magnitudes_order_as_the_values_and_reject_nan() {
@@ -139,6 +147,20 @@ mod tests {
             // The largest of several, as the chunk keeps it.
             let largest = values.iter().map(|&x| magnitude(x)).max().unwrap_or(0);
             assert!(!at_most(largest, limit), "a NaN among them, limit {limit}");
+            // The OR of two values' bits: within the limit only where both are.
+            let mut proven = 0;
+            for &a in &values {
+                for &b in &values {
+                    let (pair, exact) = ([a, b], a.abs() <= limit && b.abs() <= limit);
+                    let or = f64::from_bits(a.to_bits() | b.to_bits());
+                    if at_most(magnitude(or), limit) {
+                        assert!(exact, "{pair:?} against {limit}");
+                        proven += 1;
+                    }
+                    assert_eq!(at_most(largest_magnitude(&pair), limit), exact, "{pair:?}");
+                }
+            }
+            assert!(proven > 0, "the OR proves some pairs within {limit}");
         }
         // Limits the check leaves to the exact path: never `true`.
         for limit in [-0.0, -1.0, f64::NAN] {
