@@ -1,5 +1,5 @@
-//! `Window`: the tile being processed, with the lookback carried in front of it, and the price
-//! ratios every lane of the tile shares.
+//! `Window`: the tile being processed, with the lookback carried in front of it, and what every
+//! lane of the tile shares: the price ratios and the growth of a whole long weight.
 
 use super::block::Growth;
 use super::kernel::TILE;

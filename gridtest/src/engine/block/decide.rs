@@ -145,7 +145,7 @@ mod tests {
                 );
             }
             // The largest of several, as the chunk keeps it.
-            let largest = values.iter().map(|&x| magnitude(x)).max().unwrap_or(0);
+            let largest = largest_magnitude(&values);
             assert!(!at_most(largest, limit), "a NaN among them, limit {limit}");
             // The OR of two values' bits: within the limit only where both are.
             let mut proven = 0;
