@@ -68,8 +68,10 @@ impl Growth {
 }
 
 /// The per-event state of `N` lanes (see [`Hot`]), one array per field: what the event loop
-/// keeps in vector registers.
+/// keeps in vector registers. Aligned to a cache line: where the step keeps a group's lanes
+/// in memory, no store straddles two lines (by the stack's chance, 1.14x on momentum).
 #[derive(Clone, Copy)]
+#[repr(C, align(64))]
 pub(super) struct Lanes<const N: usize> {
     equity: V<N>,
     weight: V<N>,

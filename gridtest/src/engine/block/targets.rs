@@ -14,6 +14,14 @@ use super::{BLOCK, CHUNK};
 /// Rows of a column: the target pending before the chunk, then one per event.
 pub(in crate::engine) const ROWS: usize = CHUNK + 1;
 
+/// Values before row 0 of a column: row 1, the first a lane's decisions store, then starts a
+/// cache line (the [`Targets`] are aligned to one), so that no vector store of the decision loop
+/// straddles two lines.
+const LEAD: usize = 7;
+
+/// Values per column: [`LEAD`], the rows, and whole lines.
+const STRIDE: usize = (LEAD + ROWS).next_multiple_of(8);
+
 /// Words of a lane's change bits: bit `i` of the bits is row `i + 1`.
 const WORDS: usize = CHUNK / 64;
 
@@ -26,15 +34,16 @@ const _: () = assert!(
 pub(in crate::engine) type Changes = [u64; WORDS];
 
 /// The targets of [`BLOCK`] lanes over a chunk.
+#[repr(C, align(64))]
 pub(in crate::engine) struct Targets {
-    columns: [[f64; ROWS]; BLOCK],
+    columns: [[f64; STRIDE]; BLOCK],
     changes: [Changes; BLOCK],
 }
 
 impl Default for Targets {
     fn default() -> Self {
         Self {
-            columns: [[0.0; ROWS]; BLOCK],
+            columns: [[0.0; STRIDE]; BLOCK],
             changes: [[0; WORDS]; BLOCK],
         }
     }
@@ -43,19 +52,22 @@ impl Default for Targets {
 impl Targets {
     /// Lane `k`'s column and change bits, for its decisions to fill.
     pub(in crate::engine) fn lane_mut(&mut self, k: usize) -> (&mut [f64; ROWS], &mut Changes) {
-        (&mut self.columns[k], &mut self.changes[k])
+        let column = self.columns[k][LEAD..]
+            .first_chunk_mut()
+            .expect("a column holds its rows after the lead");
+        (column, &mut self.changes[k])
     }
 
     /// Sets lane `k`'s targets to flat (a lane past the block's lanes, or a failed one).
     pub(in crate::engine) fn flatten(&mut self, k: usize) {
-        self.columns[k] = [0.0; ROWS];
+        self.columns[k] = [0.0; STRIDE];
         self.changes[k] = [0; WORDS];
     }
 
     /// Row `r` of lanes `from..from + N`.
     #[inline(always)]
     pub(super) fn row<const N: usize>(&self, from: usize, r: usize) -> [f64; N] {
-        std::array::from_fn(|i| self.columns[from + i][r])
+        std::array::from_fn(|i| self.columns[from + i][LEAD + r])
     }
 
     /// The rows where any of lanes `from..from + N` changes its target (bit `i`: row `i + 1`).
@@ -145,5 +157,17 @@ mod tests {
         targets.flatten(3);
         assert!((0..ROWS).all(|r| !changed(&targets.group_changes::<4>(0), r)));
         assert_eq!(targets.row::<4>(0, 1), [0.0; 4]);
+    }
+
+    #[test]
+    fn the_rows_decisions_store_start_a_cache_line() {
+        let mut targets = Box::<Targets>::default();
+        let marks: Vec<f64> = (1..).map(f64::from).take(BLOCK).collect();
+        for (k, &mark) in marks.iter().enumerate() {
+            let (column, _) = targets.lane_mut(k);
+            assert_eq!(column[1..].as_ptr().addr() % 64, 0, "lane {k}");
+            column[1] = mark;
+        }
+        assert_eq!(targets.row::<BLOCK>(0, 1).to_vec(), marks);
     }
 }
