@@ -173,7 +173,11 @@ impl Block {
                     continue;
                 }
                 if lanes.long_whole() {
-                    simd::hold_long::<N>(&mut lanes, &growth[i..steady]);
+                    // Through a copy: `lanes` itself never has its address taken, so the
+                    // step keeps it in registers rather than storing it at every event.
+                    let mut held = lanes;
+                    simd::hold_long::<N>(&mut held, &growth[i..steady]);
+                    lanes = held;
                 } else {
                     for j in i..steady {
                         lanes.event::<INTRABAR>(accounts, &slot, (g_fill[j], g_hold[j], cost));
