@@ -68,8 +68,8 @@ impl Growth {
 }
 
 /// The per-event state of `N` lanes (see [`Hot`]), one array per field: what the event loop
-/// keeps in vector registers. Aligned to a cache line: where the step keeps a group's lanes
-/// in memory, no store straddles two lines (by the stack's chance, 1.14x on momentum).
+/// keeps in vector registers. Aligned to a cache line: where a group's lanes pass through
+/// memory (the copy [`Lanes::hold_long`] works on), no store straddles two lines.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 pub(super) struct Lanes<const N: usize> {
