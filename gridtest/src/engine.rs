@@ -26,6 +26,7 @@ mod order_account;
 mod order_kernel;
 mod panic_capture;
 mod paths;
+mod quotient;
 mod raw;
 mod shared_means;
 mod shared_pool;

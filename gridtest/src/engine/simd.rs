@@ -36,9 +36,9 @@ mod peak;
 pub enum SimdLevel {
     /// What every CPU of the target has (x86-64: SSE2; aarch64: NEON).
     Baseline,
-    /// x86-64 AVX2: four `f64` per instruction.
+    /// x86-64 AVX2 (with FMA, which every AVX2 CPU has): four `f64` per instruction.
     Avx2,
-    /// x86-64 AVX-512 (F, VL, DQ): eight `f64` per instruction.
+    /// x86-64 AVX-512 (F, VL, DQ; and FMA): eight `f64` per instruction.
     Avx512,
 }
 
@@ -109,12 +109,14 @@ impl SimdLevel {
 
 #[cfg(target_arch = "x86_64")]
 fn detect() -> SimdLevel {
-    if std::arch::is_x86_feature_detected!("avx512f")
+    let fma = std::arch::is_x86_feature_detected!("fma");
+    if fma
+        && std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512vl")
         && std::arch::is_x86_feature_detected!("avx512dq")
     {
         SimdLevel::Avx512
-    } else if std::arch::is_x86_feature_detected!("avx2") {
+    } else if fma && std::arch::is_x86_feature_detected!("avx2") {
         SimdLevel::Avx2
     } else {
         SimdLevel::Baseline
@@ -202,7 +204,8 @@ pub(super) trait Inlined {
 
 /// Runs `work` compiled for `level` (lowered to what the CPU supports): the lanes' decisions,
 /// so that the compiler can vectorise a simple strategy's loop with the level's instructions
-/// (AVX2 and AVX-512 also load under a mask, which a strategy's `&&` needs).
+/// (AVX2 and AVX-512 also load under a mask, which a strategy's `&&` needs), and the shared
+/// means' fill (whose divisions use fused multiply-adds where [`fused_multiply_add`] says).
 #[inline]
 #[allow(
     unsafe_code,
@@ -212,15 +215,26 @@ pub(super) trait Inlined {
 pub(super) fn run<W: Inlined>(level: SimdLevel, work: W, subject: &mut W::Subject) -> W::Output {
     #[cfg(target_arch = "x86_64")]
     match level.min(SimdLevel::detected()) {
-        // SAFETY: the CPU reported AVX-512 F, VL and DQ (`detect`), which is all `avx512`
-        // enables.
+        // SAFETY: the CPU reported AVX-512 F, VL and DQ and FMA (`detect`), which is all
+        // `run_avx512` enables.
         SimdLevel::Avx512 => return unsafe { x86::run_avx512(work, subject) },
-        // SAFETY: the CPU reported AVX2 (`detect`), which is all `avx2` enables.
+        // SAFETY: the CPU reported AVX2 and FMA (`detect`), which is all `run_avx2` enables.
         SimdLevel::Avx2 => return unsafe { x86::run_avx2(work, subject) },
         SimdLevel::Baseline => {}
     }
     let _ = level;
     baseline(work, subject)
+}
+
+/// Whether [`run`]'s copy for `level` has fused multiply-adds in hardware (`f64::mul_add`
+/// one instruction, not a call into the C library's `fma`): AVX2 and AVX-512 (which the
+/// CPU reports only with FMA, see `detect`), and aarch64's baseline.
+pub(super) fn fused_multiply_add(level: SimdLevel) -> bool {
+    if cfg!(target_arch = "x86_64") {
+        level.min(SimdLevel::detected()) >= SimdLevel::Avx2
+    } else {
+        cfg!(target_arch = "aarch64")
+    }
 }
 
 /// `0..n`, each index also telling the compiler that it is below `n`.
@@ -255,12 +269,12 @@ fn baseline<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
 mod x86 {
     use super::{Block, Growth, Inlined, Lanes, Targets};
 
-    #[target_feature(enable = "avx512f,avx512vl,avx512dq")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,fma")]
     pub(super) fn run_avx512<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
         work.call(subject)
     }
 
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn run_avx2<W: Inlined>(work: W, subject: &mut W::Subject) -> W::Output {
         work.call(subject)
     }
