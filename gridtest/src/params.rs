@@ -9,6 +9,8 @@ mod constraint;
 mod expand;
 mod grid;
 mod sample;
+#[cfg(test)]
+pub(crate) use sample::mix;
 mod subset;
 mod value;
 

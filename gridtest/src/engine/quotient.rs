@@ -91,17 +91,15 @@ fn all_within(values: &[f64]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{Divisor, LEAST, MOST, MOST_DIVISOR, all_within};
+    use crate::params::mix;
 
-    /// SplitMix64: reproducible values without a dependency.
+    /// SplitMix64 (the grid sampler's finaliser over a Weyl sequence): reproducible values.
     struct Mix(u64);
 
     impl Mix {
         fn next(&mut self) -> u64 {
             self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+            mix(self.0)
         }
 
         /// A double with a uniform mantissa and sign, and an exponent in `[low, high)`.
