@@ -5,7 +5,8 @@
 //! --reference ../shared/data/w1/default_reference.csv`.
 //! `--synth-days N` instead generates (if absent) a synthetic W1-shaped dataset of N days under
 //! `data/bench-<N>d` and runs on it (no reference), to show how memory behaves as history grows;
-//! `--cache-mb 0` streams every shard. `--indicators shared` runs the crossover on shared
+//! `--cache-mb 0` streams every shard; `--unit-evals` sizes the work units (the library's
+//! default otherwise). `--indicators shared` runs the crossover on shared
 //! means (`SmaCrossoverShared`: each distinct window computed once per unit), `--indicators
 //! both` runs the per-lane one and then the shared one and prints their ratio (each checked
 //! against the reference). The engine steps its lanes with the best vector instructions the
@@ -51,6 +52,9 @@ struct Args {
     /// Shard cache, MiB (0: stream every shard).
     #[arg(long, default_value_t = gridtest::run::DEFAULT_CACHE_MB)]
     cache_mb: u64,
+    /// Work unit size, tick-parameter evaluations (default: the library's).
+    #[arg(long)]
+    unit_evals: Option<f64>,
     /// Runs (the best compute time is reported).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
@@ -153,6 +157,9 @@ fn main() -> anyhow::Result<()> {
     let opts = RunOptions {
         threads: args.threads.unwrap_or(RunOptions::default().threads),
         cache_bytes: args.cache_mb << 20,
+        unit_evals: args
+            .unit_evals
+            .map_or(gridtest::run::DEFAULT_UNIT_EVALS, |e| e as u64),
         ..RunOptions::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
