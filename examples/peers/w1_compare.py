@@ -12,10 +12,10 @@ Usage (from the repository root, with numpy, pyarrow and polars installed):
 gridtest runs `--indicators shared --repeat 2` on all of W1 with every cell checked against
 `default_reference.csv` (a mismatch stops the script); the numpy peer replays 100 sets of S000
 on one thread (`w1_numpy.py`); the Polars peer (`../shared/bench/peers/engine_polars.py`) all
-955 sets of S000 on two threads at batch 16. Extra arguments after `--` go to `w1_bench`
-(e.g. `-- --strategy momentum` is not comparable to the peers; `GRIDTEST_SIMD=avx2` in the
-environment lowers gridtest's vector level). Prints the CPU, each engine's evaluations per
-second and a Markdown table for `docs/benchmarks.md`.
+955 sets of S000 on two threads at batch 16. Arguments after `--` go to `w1_bench` (e.g.
+`-- --unit-evals 5e8`); `GRIDTEST_SIMD=avx2` in the environment lowers gridtest's vector level.
+Prints the CPU, each engine's evaluations per second and a Markdown table for
+`docs/benchmarks.md`.
 """
 import argparse
 import json
