@@ -54,7 +54,7 @@ struct Args {
     cache_mb: u64,
     /// Work unit size, tick-parameter evaluations (default: the library's).
     #[arg(long)]
-    unit_evals: Option<f64>,
+    unit_evals: Option<u64>,
     /// Runs (the best compute time is reported).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
@@ -157,9 +157,7 @@ fn main() -> anyhow::Result<()> {
     let opts = RunOptions {
         threads: args.threads.unwrap_or(RunOptions::default().threads),
         cache_bytes: args.cache_mb << 20,
-        unit_evals: args
-            .unit_evals
-            .map_or(gridtest::run::DEFAULT_UNIT_EVALS, |e| e as u64),
+        unit_evals: args.unit_evals.unwrap_or(gridtest::run::DEFAULT_UNIT_EVALS),
         ..RunOptions::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

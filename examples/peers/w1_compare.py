@@ -13,8 +13,8 @@ gridtest runs `--indicators shared --repeat 2` on all of W1 with every cell chec
 `default_reference.csv` (a mismatch stops the script); the numpy peer replays 100 sets of S000
 on one thread (`w1_numpy.py`); the Polars peer (`../shared/bench/peers/engine_polars.py`) all
 955 sets of S000 on two threads at batch 16. Arguments after `--` go to `w1_bench` (e.g.
-`-- --unit-evals 5e8`); `GRIDTEST_SIMD=avx2` in the environment lowers gridtest's vector level.
-Prints the CPU, each engine's evaluations per second and a Markdown table for
+`-- --unit-evals 500000000`); `GRIDTEST_SIMD=avx2` in the environment lowers gridtest's vector
+level. Prints the CPU, each engine's evaluations per second and a Markdown table for
 `docs/benchmarks.md`.
 """
 import argparse
