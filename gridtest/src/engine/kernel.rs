@@ -101,10 +101,6 @@ pub(crate) struct Kernel<S: Strategy> {
     /// instructions of `simd`; `live` lists the live lanes of the tile.
     block: Box<Block>,
     simd: SimdLevel,
-    /// Whether lanes go in blocks: they pay off with AVX2 or AVX-512; with SSE2 alone they
-    /// measured slower than one lane at a time (`docs/benchmarks.md`), as they may on a CPU
-    /// not measured yet.
-    blocks: bool,
     live: Vec<usize>,
     /// The block's targets over a chunk.
     targets: Box<Targets>,
@@ -140,18 +136,16 @@ impl<S: Strategy> Kernel<S> {
             trace: None,
             block: Box::default(),
             simd,
-            blocks: simd > SimdLevel::Baseline,
             live: Vec::new(),
             targets: Box::default(),
         }
     }
 
-    /// Steps the lanes in blocks, with `level`'s instructions (lowered to what the CPU
-    /// supports), whatever the level.
+    /// Steps the lanes' blocks with `level`'s instructions (lowered to what the CPU
+    /// supports) rather than the best the CPU has.
     #[cfg(test)]
-    pub(crate) fn in_blocks(mut self, level: SimdLevel) -> Self {
+    pub(crate) fn at_level(mut self, level: SimdLevel) -> Self {
         self.simd = level;
-        self.blocks = true;
         self
     }
 
@@ -194,7 +188,7 @@ impl<S: Strategy> Kernel<S> {
         let n = self.window.len;
         let periods = if seen == 0 { n - 1 } else { n };
         self.pool.fill(&self.window, seen);
-        if !S::ACCOUNT && self.trace.is_none() && self.blocks {
+        if !S::ACCOUNT && self.trace.is_none() {
             self.run_tile_in_blocks();
         } else {
             self.run_tile_lane_by_lane();

@@ -5,9 +5,9 @@
 //! that the compiler vectorises it across the lanes of a block (selects instead of branches).
 //! A build for baseline x86-64 would vectorise it with SSE2 only, so it is compiled three times
 //! here — baseline (2 lanes per register), AVX2 (4) and AVX-512 (8) — and each call runs the
-//! best copy the CPU supports. Without AVX2 the kernel does not use blocks at all (one lane at a
-//! time measured faster with SSE2), so the baseline copy runs only where a test forces blocks;
-//! it is also what aarch64 (NEON in its baseline) would run, once measured there.
+//! best copy the CPU supports. The baseline copy is what a CPU without AVX2 runs, and what
+//! aarch64 runs (NEON is in its baseline): even with SSE2's two lanes per register, the blocks
+//! measured 1.2–1.5× one lane at a time (`docs/decisions.md`, "Lane blocks at every level").
 //!
 //! The lanes' decisions (`block::Decide`, the strategy's own loop over a chunk) go through
 //! [`run`] the same way, so that a simple strategy's loop is vectorised across events with

@@ -136,7 +136,7 @@ fn sets(n: u64) -> Vec<ParamSet> {
 fn run<S: Strategy>(data: &ShardData, sets: &[ParamSet], level: SimdLevel) -> Run {
     let exec = ExecModel::default();
     let mut kernel = Kernel::<S>::new(sets, &exec)
-        .in_blocks(level)
+        .at_level(level)
         .recording_days();
     for batch in data.batches() {
         kernel.feed(batch);
