@@ -7,7 +7,8 @@
 //! here — baseline (2 lanes per register), AVX2 (4) and AVX-512 (8) — and each call runs the
 //! best copy the CPU supports. The baseline copy is what a CPU without AVX2 runs, and what
 //! aarch64 runs (NEON is in its baseline): even with SSE2's two lanes per register, the blocks
-//! measured 1.2–1.5× one lane at a time (`docs/decisions.md`, "Lane blocks at every level").
+//! measured 1.5× one lane at a time on W1, 1.25× on momentum and even on breakout
+//! (`docs/decisions.md`, "Lane blocks at every level").
 //!
 //! The lanes' decisions (`block::Decide`, the strategy's own loop over a chunk) go through
 //! [`run`] the same way, so that a simple strategy's loop is vectorised across events with
