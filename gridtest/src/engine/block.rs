@@ -9,9 +9,9 @@
 //! through the chunk, event by event ([`Block::step_events`]). An event without a trade —
 //! nearly all of them — is the same arithmetic for every lane, written with selects on small
 //! lane arrays ([`vector`]) that the compiler keeps in vector registers ([`super::simd`] picks
-//! AVX-512, AVX2 or the baseline's SSE2 or NEON at run time); an event where lanes trade runs
-//! their trade in the same vectors too, and only the trade's record (count, round trip) goes
-//! lane by lane. The
+//! AVX-512, AVX2 or the target's baseline at run time); an event where lanes trade runs their
+//! trade in the same vectors too, and only the trade's record (count, round trip) goes lane by
+//! lane. The
 //! operations on each lane are those of [`Account::step`], in the same order, so results are
 //! bit-identical to the lane-by-lane loop.
 
