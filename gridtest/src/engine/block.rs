@@ -11,9 +11,8 @@
 //! lane arrays ([`vector`]) that the compiler keeps in vector registers ([`super::simd`] picks
 //! AVX-512, AVX2 or the target's baseline at run time); an event where lanes trade runs their
 //! trade in the same vectors too, and only the trade's record (count, round trip) goes lane by
-//! lane. The
-//! operations on each lane are those of [`Account::step`], in the same order, so results are
-//! bit-identical to the lane-by-lane loop.
+//! lane. The operations on each lane are those of [`Account::step`], in the same order, so
+//! results are bit-identical to the lane-by-lane loop.
 
 use super::account::{Account, Hot};
 use super::simd;
