@@ -9,7 +9,7 @@
 //! aarch64 runs (NEON is in its baseline): even with SSE2's two lanes per register, the blocks
 //! measured 1.5× one lane at a time on W1, 1.25× on momentum and even on breakout
 //! (`docs/decisions.md`, "Lane blocks at every level", which also says what the compiler makes
-//! of the baseline copy for aarch64: the decisions in NEON, the step not yet).
+//! of the baseline copy for aarch64: the means in NEON, the step in scalar registers).
 //!
 //! The lanes' decisions (`block::Decide`, the strategy's own loop over a chunk) go through
 //! [`run`] the same way, so that a simple strategy's loop is vectorised across events with
