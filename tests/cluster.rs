@@ -21,6 +21,8 @@ const CELLS: usize = 3 * 80;
 /// Busy work per event: makes a unit take about a tenth of a second.
 const SPIN: &str = "4000";
 
+mod data_views;
+
 /// Cluster tests start several processes each: run them one at a time.
 pub(crate) fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -335,6 +337,12 @@ impl Cluster {
         extra: &[&str],
         spin: &str,
     ) -> usize {
+        let args = self.worker_args(name, cookie, extra);
+        self.workers.push(Proc::spawn_from(bin, name, &args, spin));
+        self.workers.len() - 1
+    }
+
+    fn worker_args(&self, name: &str, cookie: &str, extra: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = [
             "--role",
             "worker",
@@ -353,8 +361,7 @@ impl Cluster {
         .map(|s| (*s).to_owned())
         .collect();
         args.extend(extra.iter().map(|s| (*s).to_owned()));
-        self.workers.push(Proc::spawn_from(bin, name, &args, spin));
-        self.workers.len() - 1
+        args
     }
 
     /// Every sweep the head finished, in order, from its status file.
@@ -967,6 +974,53 @@ fn strangers_claiming_a_workers_name_requeue_nothing() {
             .any(|e| matches!(e, StatusEvent::NodeLost { .. })),
         "{events:?}"
     );
+}
+
+#[test]
+fn a_second_node_with_a_connected_nodes_name_is_refused_and_the_first_keeps_its_session() {
+    let _serial = serial();
+    let mut c = Cluster::start(2);
+    c.wait_done(CELLS / 10);
+    // Processes with the cookie and a running worker's name, one after another: each must be
+    // refused, and the running worker must keep its session and its units. (Before, the
+    // session election drew by a random nonce: each try displaced w1 about half the time.)
+    let mut impostors = Vec::new();
+    for _ in 0..4 {
+        let i = c.start_worker("w1", COOKIE, &["--join-timeout-s", "2"]);
+        let status = c.workers[i].wait_exit(Duration::from_secs(60));
+        assert!(!status.success(), "{}", c.workers[i].text());
+        impostors.push(i);
+    }
+    let summary = c.finish();
+    assert_eq!(
+        node(&summary, "w1").requeued,
+        0,
+        "an impostor moved w1's units: {summary:?}"
+    );
+    let events = c.head().events();
+    assert_eq!(requeued_on_loss(&events, "w1"), 0, "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StatusEvent::NodeLost { node, .. } if node == "w1")),
+        "w1 was displaced: {events:?}"
+    );
+    let refused = events
+        .iter()
+        .filter(|e| {
+            matches!(e, StatusEvent::Refused { claimed: Some(n), duplicate: true, .. } if n == "w1")
+        })
+        .count();
+    assert!(refused >= impostors.len(), "{refused} refusals: {events:?}");
+    // The first w1 ran to the end: it computed cells and never re-joined.
+    let first = c.workers.iter().find(|w| w.name == "w1").unwrap();
+    let joins = status::read(&first.status)
+        .unwrap()
+        .iter()
+        .filter(|r| matches!(r.event, StatusEvent::Joined { .. }))
+        .count();
+    assert_eq!(joins, 1);
+    assert!(node(&summary, "w1").cells > 0, "{summary:?}");
 }
 
 #[test]

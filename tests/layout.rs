@@ -300,3 +300,172 @@ fn a_file_is_identified_by_its_content_not_its_times() {
         "{manifest:?}"
     );
 }
+
+fn date(s: &str) -> chrono::NaiveDate {
+    s.parse().unwrap()
+}
+
+#[test]
+fn symbol_names_round_trip_whatever_their_characters() {
+    let f = Fixture::new();
+    let dataset = f.sweep_dataset();
+    let rt = runtime();
+    let reader = ShardReader::try_new(&dataset).unwrap();
+    let shard = |symbol: &str| Shard::new(symbol, date("2024-01-02"), date("2024-01-04"));
+    let rows = rt.block_on(reader.load(&shard("S001"))).unwrap().n_rows();
+    // (directory name after `symbol=`, the symbol it names): unescaped names read as
+    // themselves, Hive's escapes decode.
+    let names = [
+        ("^GSPC", "^GSPC"),
+        ("Ü1", "Ü1"),
+        ("|", "|"),
+        ("%", "%"),
+        ("%2F", "/"),
+        ("#", "#"),
+        ("*", "*"),
+        ("?", "?"),
+        ("\\", "\\"),
+        ("{}", "{}"),
+        ("[]", "[]"),
+        ("~", "~"),
+        ("\"", "\""),
+        ("<>", "<>"),
+        ("%5EGSPC", "^GSPC"),
+        ("%C3%9C1", "Ü1"),
+        ("ES=F", "ES=F"),
+        ("RDS A", "RDS A"),
+    ];
+    let mut current = "S001".to_owned();
+    for (raw, symbol) in names {
+        let from = f.data().join(format!("symbol={current}"));
+        std::fs::rename(from, f.data().join(format!("symbol={raw}"))).unwrap();
+        current = raw.to_owned();
+        let mut want = vec!["S000".to_owned(), symbol.to_owned()];
+        want.sort();
+        assert_eq!(rt.block_on(dataset.symbols()).unwrap(), want, "{raw}");
+        let data = rt.block_on(reader.load(&shard(symbol))).unwrap();
+        assert_eq!(data.n_rows(), rows, "symbol={raw}");
+    }
+}
+
+#[test]
+fn a_sweep_over_an_escaped_symbol_equals_the_reference() {
+    let f = Fixture::new();
+    std::fs::rename(
+        f.data().join("symbol=S001"),
+        f.data().join("symbol=%5EGSPC"),
+    )
+    .unwrap();
+    let results = run_with(&f.sweep().symbols(["^GSPC"]), &f.options()).unwrap();
+    assert_eq!((results.recorded(), results.failed()), (955, 0));
+    let got: gridtest_tests::W1Table = gridtest_tests::w1_table(&results)
+        .into_iter()
+        .map(|((symbol, fast, slow), row)| {
+            assert_eq!(symbol, "^GSPC");
+            (("S001".to_owned(), fast, slow), row)
+        })
+        .collect();
+    let reference: gridtest_tests::W1Table = gridtest_tests::read_w1_csv(&w1_smoke().1)
+        .into_iter()
+        .filter(|((symbol, ..), _)| symbol == "S001")
+        .collect();
+    gridtest_tests::compare_w1(&got, &reference).unwrap();
+    // Two directories naming one symbol would be read as one: refused, naming both.
+    std::fs::create_dir_all(f.data().join("symbol=^GSPC")).unwrap();
+    copy_dir(
+        &f.data().join("symbol=%5EGSPC"),
+        &f.data().join("symbol=^GSPC"),
+    );
+    let problems = layout_problems(&f, f.run());
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(
+        problems[0].starts_with("symbol=^GSPC/: spells symbol `^GSPC` as `file://")
+            && problems[0].ends_with("/symbol=%5EGSPC/` does: one symbol, one directory"),
+        "{problems:#?}"
+    );
+}
+
+#[test]
+fn a_dangling_link_is_an_error_naming_it() {
+    type Break = fn(&Fixture);
+    let cases: [(&str, Break, &str); 3] = [
+        (
+            "a day's only file",
+            |f| {
+                let file = f.day("S001", "2024-01-03").join("part-0.parquet");
+                std::fs::remove_file(&file).unwrap();
+                std::os::unix::fs::symlink("/nonexistent/part-0.parquet", &file).unwrap();
+            },
+            "symbol=S001/date=2024-01-03/part-0.parquet: a symbolic link to `/nonexistent/part-0.parquet`, which does not exist",
+        ),
+        (
+            "a date directory",
+            |f| {
+                std::fs::remove_dir_all(f.day("S001", "2024-01-03")).unwrap();
+                std::os::unix::fs::symlink("/mnt/gone", f.day("S001", "2024-01-03")).unwrap();
+            },
+            "symbol=S001/date=2024-01-03: a symbolic link to `/mnt/gone`, which does not exist",
+        ),
+        (
+            "a symbol directory",
+            |f| {
+                std::os::unix::fs::symlink("/mnt/gone", f.data().join("symbol=S002")).unwrap();
+            },
+            "symbol=S002: a symbolic link to `/mnt/gone`, which does not exist",
+        ),
+    ];
+    for (name, break_it, expected) in cases {
+        let f = Fixture::new();
+        break_it(&f);
+        let problems = layout_problems(&f, f.run());
+        assert!(
+            problems.iter().any(|p| p.starts_with(expected)),
+            "{name}: expected `{expected}…` among {problems:#?}"
+        );
+        assert!(!f.dir.path().join("results/sweeps").exists(), "{name}");
+    }
+    // A worker reading the shard directly is refused the same way.
+    let f = Fixture::new();
+    std::fs::remove_dir_all(f.day("S001", "2024-01-03")).unwrap();
+    std::os::unix::fs::symlink("/mnt/gone", f.day("S001", "2024-01-03")).unwrap();
+    let reader = ShardReader::try_new(&f.sweep_dataset()).unwrap();
+    let shard = Shard::new("S001", date("2024-01-02"), date("2024-01-04"));
+    let err = runtime().block_on(reader.load(&shard)).unwrap_err();
+    assert!(matches!(err, DataError::Layout { .. }), "{err}");
+    // A hidden one (an editor's lock file) is ignored like any hidden object.
+    let f = Fixture::new();
+    std::os::unix::fs::symlink("user@host.123", f.day("S001", "2024-01-03").join(".#notes"))
+        .unwrap();
+    let results = f.run().unwrap();
+    assert_eq!((results.recorded(), results.failed()), (1910, 0));
+}
+
+#[test]
+fn hidden_objects_are_ignored_by_the_listing_and_the_scan_alike() {
+    let f = Fixture::new();
+    // Not Parquet at all: were it read, the shard would fail.
+    std::fs::write(
+        f.day("S001", "2024-01-03").join("_x.parquet"),
+        b"not parquet",
+    )
+    .unwrap();
+    let results = f.run().unwrap();
+    assert_eq!((results.recorded(), results.failed()), (1910, 0));
+    let got = gridtest_tests::w1_table(&results);
+    let reference = gridtest_tests::read_w1_csv(&w1_smoke().1);
+    gridtest_tests::compare_w1(&got, &reference).unwrap();
+    // A partition hidden by its leading `_` would hide a day: an error, not a warning.
+    let f = Fixture::new();
+    std::fs::rename(
+        f.day("S001", "2024-01-03"),
+        f.data().join("symbol=S001/_date=2024-01-03"),
+    )
+    .unwrap();
+    let problems = layout_problems(&f, f.run());
+    assert!(
+        problems.iter().any(|p| p.starts_with(
+            "symbol=S001/_date=2024-01-03/part-0.parquet: `_date=2024-01-03` is a partition hidden by its leading `_`"
+        )),
+        "{problems:#?}"
+    );
+}

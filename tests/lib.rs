@@ -236,7 +236,8 @@ pub fn compare_w1(got: &W1Table, reference: &W1Table) -> Result<W1Diff, String> 
 /// `nvrtc`, `openssl`, `scipy`, `chromium`), so a component that silently went missing fails CI
 /// instead of passing as a skip. Components: `s3`, `moto`, `cxx` (a C++20 compiler), `nvrtc`,
 /// `openssl`, `scipy` (a Python with numpy and scipy: `GRIDTEST_RESEARCH_PYTHON`), `chromium`
-/// (headless, for `report.html`: `GRIDTEST_CHROMIUM`), `kubectl`, `gpu`.
+/// (headless, for `report.html`: `GRIDTEST_CHROMIUM`), `kubectl`, `gpu`, `mountns` (a process
+/// seeing a directory of its own at a path: `unshare --user --map-root-user --mount`).
 ///
 /// # Panics
 /// When the component is required.

@@ -33,7 +33,7 @@ pub use node_agent::{NodeAgent, NodeAgentArgs, NodeAgentState};
 pub use scorer::{Scorer, ScorerArgs, ScorerMsg, ScorerState};
 pub use shard_loader::{
     CACHED_TIMEOUT, LOAD_TIMEOUT, LoaderStats, ShardHandle, ShardLoader, ShardLoaderArgs,
-    ShardLoaderMsg, ShardLoaderState, SharedDataError,
+    ShardLoaderMsg, ShardLoaderState, ShardRequest, SharedDataError,
 };
 pub use supervisor::{
     Supervisor, SupervisorArgs, SupervisorOutcome, SupervisorState, SupervisorTiming,

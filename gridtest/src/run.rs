@@ -71,9 +71,12 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
-    check_threads(args.threads, config.role).map_err(|problem| Error::Config {
-        problems: vec![problem],
+    check_threads(args.threads, config.role, args.require_gpu).map_err(|problem| {
+        Error::Config {
+            problems: vec![problem],
+        }
     })?;
+    check_status_file(args.status_file.as_deref())?;
     let (sweep, mut opts) = apply_args(sweep, args, &config);
     if args.dry_run {
         dry_run::print(&sweep, &opts)?;
@@ -275,13 +278,24 @@ fn cancel_on_signals(
 pub const MAX_THREADS_PER_CORE: usize = 4;
 
 /// `--threads`: at most [`MAX_THREADS_PER_CORE`] per core of this machine, and 0 (no CPU
-/// scorers) only on a cluster node: a local run refuses it rather than silently running one.
-fn check_threads(threads: Option<usize>, role: Role) -> std::result::Result<(), String> {
+/// scorers) only on a head, or on a worker that must have GPU scorers (`--require-gpu`): a
+/// local run, or a worker that would take no work, refuses it.
+fn check_threads(
+    threads: Option<usize>,
+    role: Role,
+    require_gpu: bool,
+) -> std::result::Result<(), String> {
     let cores = default_threads();
     match threads {
         Some(0) if role == Role::Local => Err(
             "--threads 0 means no scorer on this node, which only a head or a worker can have: \
              a local run needs at least 1"
+                .to_owned(),
+        ),
+        Some(0) if role == Role::Worker && !require_gpu => Err(
+            "--threads 0 on a worker means no CPU scorer: the node would take no work (and the \
+             head would wait for it); give at least 1, or --require-gpu for a worker that \
+             scores on its GPUs only"
                 .to_owned(),
         ),
         Some(n) if n > MAX_THREADS_PER_CORE * cores => Err(format!(
@@ -291,6 +305,22 @@ fn check_threads(threads: Option<usize>, role: Role) -> std::result::Result<(), 
         )),
         _ => Ok(()),
     }
+}
+
+/// `--status-file`: opened for appending up front, so that a path that cannot be written is an
+/// error now rather than events lost to a warning later.
+fn check_status_file(path: Option<&std::path::Path>) -> Result<()> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .map_err(|e| Error::Config {
+            problems: vec![format!("--status-file {}: cannot be written: {e}", path.display())],
+        })
 }
 
 /// The output folder: `--out`, else `out/<strategy>`.

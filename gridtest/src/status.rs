@@ -76,6 +76,29 @@ pub enum StatusEvent {
         /// Units it held that went back to the queue.
         requeued: usize,
     },
+    /// A node does not see the data the sweep recorded for a shard (another copy at the same
+    /// path, a missing mount, a file changed since planning): it runs none of the shard's
+    /// units, which go to other nodes.
+    NodeDataMismatch {
+        /// The node.
+        node: String,
+        /// The shard.
+        shard: String,
+        /// What differs: the files, as the head compares the node's listing with its manifest.
+        reason: String,
+        /// Units of the shard it held that went back to the queue.
+        requeued: usize,
+    },
+    /// No node left may read a shard (each sees other data than the sweep recorded): its open
+    /// cells failed, with this reason.
+    ShardUnreadable {
+        /// The shard.
+        shard: String,
+        /// Each node and what it saw.
+        reason: String,
+        /// Cells failed.
+        cells: usize,
+    },
     /// A node thought lost spoke again.
     NodeBack {
         /// The node.
@@ -318,6 +341,17 @@ mod tests {
                 requeued: 2,
             },
             StatusEvent::NodeBack { node: "w1".into() },
+            StatusEvent::NodeDataMismatch {
+                node: "w2".into(),
+                shard: "S001:2024-01-02..2024-01-03".into(),
+                reason: "file:///d/x.parquet: missing there".into(),
+                requeued: 1,
+            },
+            StatusEvent::ShardUnreadable {
+                shard: "S001:2024-01-02..2024-01-03".into(),
+                reason: "node w2: …".into(),
+                cells: 10,
+            },
             StatusEvent::NodeIncompatible {
                 node: "w3".into(),
                 reason: "strategy `s` version: the sweep needs 1, this node runs 2".into(),

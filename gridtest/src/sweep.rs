@@ -34,7 +34,8 @@ pub use fleet::{Fleet, FleetRules, Gate, NodeView, SlowNode};
 pub use halving::{Halving, HalvingReport, HalvingSchedule, RungReport, RungSize, SearchRung};
 pub use leaderboard::{LEADERBOARD_ROWS, LeaderCsv, LeaderRow, Leaderboard, MIN_FITTED_WIDTH};
 pub use ledger::{
-    Completion, DEFAULT_MAX_ATTEMPTS, FinalCell, Ledger, LedgerStats, SetResult, WorkerId,
+    Completion, DEFAULT_MAX_ATTEMPTS, FinalCell, Ledger, LedgerStats, MAX_ATTEMPTS, SetResult,
+    WorkerId,
 };
 pub use node_stats::NodeStats;
 pub use research_report::{PboSummary, ResearchReport, SetEvidence, WalkForwardSummary};

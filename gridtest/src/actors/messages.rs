@@ -191,6 +191,24 @@ pub struct UnitReport {
     pub evaluations: u64,
     /// Milliseconds it took, getting the shard included.
     pub busy_ms: u64,
+    /// Set when the unit failed because this node does not see the data the sweep recorded
+    /// for its shard (`results` then holds the same failure, for a head that does not know
+    /// the field): the head takes the unit back without counting an attempt and gives the
+    /// shard to other nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_fault: Option<NodeDataFault>,
+}
+
+/// A node that does not see the files the sweep's manifest recorded for a shard, or cannot
+/// list them (see [`crate::data::DataError::NotAsRecorded`]): a fault of the node, not of the
+/// cells.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeDataFault {
+    /// What the node found, in its words.
+    pub reason: String,
+    /// The shard's files as the node lists them (empty when its listing failed), for the head
+    /// to name the files that differ from its manifest.
+    pub listing: Vec<crate::data::ListedFile>,
 }
 
 /// A node's answer to a heartbeat.

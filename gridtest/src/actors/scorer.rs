@@ -28,10 +28,12 @@ use lease::{
 
 use super::backend::UnitBackend;
 use super::lease_latency::SweepLeaseLatency;
-use super::shard_loader::{LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg};
-use crate::actors::messages::{NodeAgentMsg, SupervisorMsg, SweepContext, UnitReport};
+use super::shard_loader::{LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg, ShardRequest};
+use crate::actors::messages::{
+    NodeAgentMsg, NodeDataFault, SupervisorMsg, SweepContext, UnitReport,
+};
 use crate::actors::wire::Wire;
-use crate::data::{Dataset, ShardInfo, ShardReader};
+use crate::data::{DataError, Dataset, ShardInfo, ShardReader};
 use crate::engine::ExecModel;
 use crate::params::ParamSet;
 use crate::registry::{StrategyEntry, find_strategy};
@@ -261,14 +263,20 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
     }
     let ids: Vec<_> = sets.iter().map(ParamSet::id).collect();
     let total = sets.len().max(1);
-    let (results, rows) = match (
+    let files_digest = leases[0].unit.files_digest.clone();
+    let (results, rows, node_fault) = match (
         find_strategy(&context.strategy),
         Dataset::try_new(&context.dataset, context.kind),
     ) {
         (Ok(strategy), Ok(dataset)) => {
             let record = context.record_days;
             let exec = context.exec.clone();
-            run_unit(args, *strategy, dataset, &shard, sets, exec, record).await
+            let request = ShardRequest {
+                dataset,
+                shard: shard.clone(),
+                files_digest,
+            };
+            run_unit(args, *strategy, request, sets, exec, record).await
         }
         (Err(e), _) => (
             Err(CellFailure::new(
@@ -276,8 +284,13 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
                 format!("node {}: {e}", args.worker.node),
             )),
             0,
+            None,
         ),
-        (_, Err(e)) => (Err(CellFailure::new(FailureKind::Data, e.to_string())), 0),
+        (_, Err(e)) => (
+            Err(CellFailure::new(FailureKind::Data, e.to_string())),
+            0,
+            None,
+        ),
     };
     let busy_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut outcomes = results.map(|(all, days)| {
@@ -309,6 +322,7 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
                 busy_ms: busy_ms * n as u64 / total as u64,
                 shard: unit.shard,
                 results,
+                node_fault: node_fault.clone(),
             }
         })
         .collect()
@@ -317,29 +331,38 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
 /// A unit's outcomes, and each cell's daily returns when recorded (empty otherwise).
 type UnitCells = (Vec<CellOutcome>, Vec<Vec<f64>>);
 
-/// Runs one unit; returns its outcomes (or one failure for all its cells) and the rows replayed.
+/// Runs one unit; returns its outcomes (or one failure for all its cells), the rows replayed,
+/// and, when the failure is this node's view of the data rather than the data, what it saw.
 /// With `record`, the CPU engine records each cell's daily returns (the device kernels do not
 /// record them, so a unit that must record runs on the CPU engine).
 async fn run_unit(
     args: &ScorerArgs,
     strategy: StrategyEntry,
-    dataset: Dataset,
-    shard: &crate::data::Shard,
+    request: ShardRequest,
     sets: Vec<ParamSet>,
     exec: ExecModel,
     record: bool,
-) -> (Result<UnitCells, CellFailure>, u64) {
+) -> (Result<UnitCells, CellFailure>, u64, Option<NodeDataFault>) {
+    let shard = request.shard.clone();
     let handle = args
         .loader
-        .call(
-            |r| ShardLoaderMsg::Get(dataset, shard.clone(), r),
-            Some(LOAD_TIMEOUT),
-        )
+        .call(|r| ShardLoaderMsg::Get(request, r), Some(LOAD_TIMEOUT))
         .await;
     let handle = match handle {
         Ok(CallResult::Success(Ok(h))) => h,
         Ok(CallResult::Success(Err(e))) => {
-            return (Err(CellFailure::new(FailureKind::Data, e.to_string())), 0);
+            let node = &args.worker.node;
+            let failure = CellFailure::new(FailureKind::Data, format!("node {node}: {e}"));
+            let fault = match &*e {
+                DataError::NotAsRecorded {
+                    reason, listing, ..
+                } => Some(NodeDataFault {
+                    reason: reason.clone(),
+                    listing: listing.clone(),
+                }),
+                _ => None,
+            };
+            return (Err(failure), 0, fault);
         }
         Ok(CallResult::Timeout) => {
             return (
@@ -347,9 +370,10 @@ async fn run_unit(
                     "the shard loader did not deliver {shard} within {LOAD_TIMEOUT:?}"
                 ))),
                 0,
+                None,
             );
         }
-        Ok(_) | Err(_) => return (Err(crash("the shard loader is unavailable")), 0),
+        Ok(_) | Err(_) => return (Err(crash("the shard loader is unavailable")), 0, None),
     };
     match handle {
         ShardHandle::Loaded(data) => {
@@ -376,13 +400,14 @@ async fn run_unit(
                 None => Ok(((strategy.run)(&data, &sets, &exec), Vec::new())),
             })
             .await;
-            (joined.map_err(crash).and_then(|r| r), rows)
+            (joined.map_err(crash).and_then(|r| r), rows, None)
         }
         ShardHandle::Stream(info, reader) => {
             let rows = info.n_rows();
             (
                 stream_unit(strategy, reader, info, sets, exec, record).await,
                 rows,
+                None,
             )
         }
     }

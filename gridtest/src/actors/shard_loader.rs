@@ -6,6 +6,11 @@
 //! requester gets [`ShardHandle::Stream`] and streams it batch by batch, so memory stays bounded
 //! whatever the length of the history. Data errors (a bad file) are remembered for the life of
 //! the loader; store errors are not, so a later request retries.
+//!
+//! A request names the digest of the shard's files as the sweep's manifest records them: the
+//! loader reads the shard only once its own listing agrees (see
+//! [`ShardReader::inspect_as_recorded`]), and keeps what it read under that digest, so a
+//! shard changed between two sweeps is read again, never served from the cache.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -49,12 +54,25 @@ pub struct LoaderStats {
 }
 
 type Reply = RpcReplyPort<Result<ShardHandle, SharedDataError>>;
-type CacheKey = (String, ShardId);
+/// Dataset URL, shard, and the digest of its files the requester expects.
+type CacheKey = (String, ShardId, Option<String>);
+
+/// A shard wanted from the loader.
+#[derive(Clone, Debug)]
+pub struct ShardRequest {
+    /// The dataset.
+    pub dataset: Dataset,
+    /// The shard.
+    pub shard: Shard,
+    /// The digest of its files as the sweep's manifest records them
+    /// ([`crate::data::files_digest`]); `None`: read whatever is there.
+    pub files_digest: Option<String>,
+}
 
 /// Messages of the [`ShardLoader`] (local to a node).
 pub enum ShardLoaderMsg {
     /// Get a shard of a dataset (loading it if needed).
-    Get(Dataset, Shard, Reply),
+    Get(ShardRequest, Reply),
     /// The ids of the shards in memory.
     Cached(RpcReplyPort<Vec<ShardId>>),
     /// A read finished (internal).
@@ -152,8 +170,13 @@ impl Actor for ShardLoader {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ShardLoaderMsg::Get(dataset, shard, reply) => {
-                let key = (dataset.url().to_string(), shard.id());
+            ShardLoaderMsg::Get(request, reply) => {
+                let ShardRequest {
+                    dataset,
+                    shard,
+                    files_digest,
+                } = request;
+                let key = (dataset.url().to_string(), shard.id(), files_digest.clone());
                 if let Some(data) = state.cache.get(&key).cloned() {
                     state.stats.shared += 1;
                     state.touch(&key);
@@ -176,7 +199,8 @@ impl Actor for ShardLoader {
                     tokio::spawn(async move {
                         let started = Instant::now();
                         // A panic in a reader must not leave the waiters hanging.
-                        let result = std::panic::AssertUnwindSafe(read(reader, &shard, budget))
+                        let read = read(reader, &shard, files_digest.as_deref(), budget);
+                        let result = std::panic::AssertUnwindSafe(read)
                             .catch_unwind()
                             .await
                             .unwrap_or_else(|_| {
@@ -207,7 +231,10 @@ impl Actor for ShardLoader {
                     }
                     Err(e) => {
                         let e = Arc::new(e);
-                        if !matches!(*e, DataError::Store { .. }) {
+                        // A store error may pass, and a node's view of the data may be mended
+                        // (a mount restored): only errors of the data themselves are kept.
+                        if !matches!(*e, DataError::Store { .. } | DataError::NotAsRecorded { .. })
+                        {
                             state.failed.insert(key, Arc::clone(&e));
                         }
                         Err(e)
@@ -228,9 +255,10 @@ impl Actor for ShardLoader {
 async fn read(
     reader: Arc<ShardReader>,
     shard: &Shard,
+    files_digest: Option<&str>,
     budget: u64,
 ) -> Result<ShardHandle, DataError> {
-    let info = Arc::new(reader.inspect(shard).await?);
+    let info = Arc::new(reader.inspect_as_recorded(shard, files_digest).await?);
     if info.bytes_in_memory() > budget {
         tracing::info!(shard = %shard, bytes = info.bytes_in_memory(), budget,
             "shard exceeds the cache budget: scorers will stream it");

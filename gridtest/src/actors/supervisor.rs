@@ -32,6 +32,7 @@ pub use state::SupervisorState;
 use super::ledger_writer::{LedgerWriter, LedgerWriterArgs, LedgerWriterMsg, WriterOutcome};
 use crate::actors::messages::{AGENTS, NodeAgentMsg, SUPERVISORS, SupervisorMsg, SweepContext};
 use crate::actors::wire::{EncodedOnce, Wire};
+use crate::data::{ListedFile, ShardId};
 use crate::persist::LedgerLog;
 use crate::progress::{ProgressFeed, SweepProgress};
 use crate::status::StatusLog;
@@ -151,6 +152,9 @@ pub struct SupervisorArgs {
     /// The process-group scope it serves ([`SCOPE`](crate::actors::messages::SCOPE) for a
     /// cluster, one of its own for an in-process run).
     pub scope: String,
+    /// Each shard's files as the sweep's manifest records them: what a node that sees other
+    /// data is told it differs from.
+    pub shard_files: HashMap<ShardId, Vec<ListedFile>>,
 }
 
 /// The sweep supervisor actor.
@@ -310,6 +314,8 @@ impl Actor for Supervisor {
             queue_delay: crate::progress::LatencyRecorder::default(),
             ping_slice: 0,
             scope: args.scope,
+            shard_files: args.shard_files,
+            data_faults: HashMap::new(),
         })
     }
 

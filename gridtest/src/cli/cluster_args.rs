@@ -94,6 +94,9 @@ pub struct ClusterArgs {
     pub tls_server_name: String,
 }
 
+/// The shortest heartbeat period accepted, ms.
+const MIN_HEARTBEAT_MS: u64 = 10;
+
 /// A pod-style hostname `<name>-<ordinal>`.
 fn stateful_set_ordinal(host: &str) -> Option<(&str, u32)> {
     let (prefix, ordinal) = host.rsplit_once('-')?;
@@ -143,6 +146,9 @@ impl ClusterArgs {
         if role == Role::Local && self.role != Some(RoleChoice::Auto) {
             self.refuse_stray_flags(cookie_on_command_line, &role_reason)?;
         }
+        if role != Role::Local {
+            self.check_timing()?;
+        }
         let (cookie, warnings) = self.cookie(role, cookie_on_command_line)?;
         if role == Role::Worker && seeds.is_empty() {
             return Err("a worker needs the head's address: --seeds HOST:PORT".into());
@@ -183,8 +189,8 @@ impl ClusterArgs {
             node_name,
             nodes_per_process,
             results,
-            heartbeat: Duration::from_millis(self.heartbeat_ms.max(10)),
-            node_timeout: Duration::from_millis(self.node_timeout_ms.max(20)),
+            heartbeat: Duration::from_millis(self.heartbeat_ms),
+            node_timeout: Duration::from_millis(self.node_timeout_ms),
             drain_grace: Duration::from_secs(self.drain_grace_s),
             join_timeout: Duration::from_secs(self.join_timeout_s),
             max_frame_bytes: self.max_frame_mb.max(1) << 20,
@@ -223,6 +229,25 @@ impl ClusterArgs {
                 ),
             },
         }
+    }
+
+    /// A node is declared lost after `--node-timeout-ms` without an answer to the heartbeats
+    /// sent every `--heartbeat-ms`: a timeout of less than two periods declares healthy nodes
+    /// lost between two pings, over and over, each time requeuing their units.
+    fn check_timing(&self) -> Result<(), String> {
+        let (heartbeat, timeout) = (self.heartbeat_ms, self.node_timeout_ms);
+        if heartbeat < MIN_HEARTBEAT_MS {
+            return Err(format!(
+                "--heartbeat-ms {heartbeat}: at least {MIN_HEARTBEAT_MS} ms (every node is                  pinged each period)"
+            ));
+        }
+        if timeout < 2 * heartbeat {
+            return Err(format!(
+                "--node-timeout-ms {timeout} is less than two heartbeat periods                  (--heartbeat-ms {heartbeat}): healthy nodes would be declared lost between                  two pings; give at least {}",
+                2 * heartbeat
+            ));
+        }
+        Ok(())
     }
 
     /// Nodes this process joins as: several only for a worker that does not listen.

@@ -30,6 +30,9 @@ pub struct FileInfo {
     pub date: NaiveDate,
     /// Rows, from the footer.
     pub rows: u64,
+    /// Its path in the dataset's store, as listed (what the scan reads).
+    #[serde(skip)]
+    pub(crate) location: object_store::path::Path,
 }
 
 /// What a shard consists of: its files, in read order (by path: date, then file name).
@@ -150,6 +153,7 @@ impl ShardData {
                 e_tag: None,
                 date: shard.first(),
                 rows,
+                location: object_store::path::Path::default(),
             }],
             shard,
             kind,

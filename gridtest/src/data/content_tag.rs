@@ -3,9 +3,16 @@
 //! changes with any byte.
 //!
 //! The local object store's own ETag is `inode-mtime-size`, which changes without the content
-//! changing. Hashing is paid once per file version: tags are cached by that ETag, in memory and
-//! in `$XDG_CACHE_HOME/gridtest/content-tags.jsonl` (else `~/.cache/…`; `GRIDTEST_CACHE_DIR`
-//! overrides the folder), so an unchanged file is not read again, in this process or the next.
+//! changing. Hashing is paid once per file version: tags are cached by that ETag and the file's
+//! change time (`ctime`), in memory and in `$XDG_CACHE_HOME/gridtest/content-tags.jsonl` (else
+//! `~/.cache/…`; `GRIDTEST_CACHE_DIR` overrides the folder), so an unchanged file is not read
+//! again, in this process or the next.
+//!
+//! The change time is what makes the cache safe: a write in place that keeps the size and has
+//! its modification time set back (`touch -d`, `cp -p` over the file, a tool restoring times)
+//! leaves `inode-mtime-size` as it was, but any write or time change moves the change time,
+//! which no user call can set. A file changed so is hashed again (to the file system's timestamp
+//! granularity, a few milliseconds).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
@@ -13,6 +20,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
+
+use super::dataset::Dataset;
+use super::error::{DataError, Result};
+use super::layout::DataObject;
 use sha2::{Digest, Sha256};
 
 /// One cached tag: the file, its store ETag (inode-mtime-size) when hashed, and the tag.
@@ -55,13 +66,55 @@ fn cache_dir() -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|d| d.join(".cache/gridtest")))
 }
 
+/// For a local dataset, replaces the store's ETags (inode-mtime-size) of `objects` by content
+/// tags (see [`super::content_tag`]); other stores' ETags are kept. Only the files given are
+/// read (a shard's, never its neighbours').
+///
+/// # Errors
+/// [`DataError::Unreadable`] naming a file that cannot be read.
+pub(crate) async fn tag_contents(
+    dataset: &Dataset,
+    objects: Vec<DataObject>,
+) -> Result<Vec<DataObject>> {
+    if dataset.url().scheme() != "file" {
+        return Ok(objects);
+    }
+    let dataset = dataset.clone();
+    tokio::task::spawn_blocking(move || {
+        objects
+            .into_iter()
+            .map(|mut object| {
+                let url = dataset.object_url(&object.meta.location);
+                let unreadable = |reason: String| DataError::Unreadable {
+                    file: url.clone(),
+                    reason,
+                };
+                let path = url::Url::parse(&url)
+                    .ok()
+                    .and_then(|u| u.to_file_path().ok())
+                    .ok_or_else(|| unreadable("not a local file path".to_owned()))?;
+                let stat = object.meta.e_tag.take().unwrap_or_default();
+                let tag = content_tag(&path, &stat)
+                    .map_err(|e| unreadable(e.to_string()))?;
+                object.meta.e_tag = Some(tag);
+                Ok(object)
+            })
+            .collect()
+    })
+    .await
+    .map_err(|e| DataError::InvalidLocation {
+        location: "(hashing local files)".to_owned(),
+        reason: e.to_string(),
+    })?
+}
+
 /// The content tag of the local file at `path` (`sha256:<hex>`), `stat` being the store's
 /// ETag for it (inode-mtime-size): from the cache when that version was hashed before.
 ///
 /// # Errors
 /// The file cannot be read.
 pub(crate) fn content_tag(path: &Path, stat: &str) -> std::io::Result<String> {
-    let key = (path.to_path_buf(), stat.to_owned());
+    let key = (path.to_path_buf(), with_change_time(path, stat)?);
     if let Some(tag) = cache().lock().expect("cache lock").tags.get(&key) {
         return Ok(tag.clone());
     }
@@ -92,6 +145,20 @@ pub(crate) fn content_tag(path: &Path, stat: &str) -> std::io::Result<String> {
     }
     cache.tags.insert(key, tag.clone());
     Ok(tag)
+}
+
+/// The file's version as the cache knows it: the store's ETag and the file's change time.
+#[cfg(unix)]
+fn with_change_time(path: &Path, stat: &str) -> std::io::Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok(format!("{stat} ctime:{}.{:09}", meta.ctime(), meta.ctime_nsec()))
+}
+
+/// The file's version as the cache knows it (no change time on this platform: the ETag).
+#[cfg(not(unix))]
+fn with_change_time(_path: &Path, stat: &str) -> std::io::Result<String> {
+    Ok(stat.to_owned())
 }
 
 /// SHA-256 of the file's bytes, `sha256:<hex>`.
@@ -136,9 +203,28 @@ mod tests {
         );
         std::fs::write(&b, b"other bytes").unwrap();
         assert_ne!(ta, content_tag(&b, "stat-b2").unwrap());
-        // A cached version is not read again: same stat, same tag, even if the bytes changed
-        // behind the cache's back (which a real ETag change would reveal).
-        std::fs::write(&a, b"changed without a new stat").unwrap();
-        assert_eq!(ta, content_tag(&a, "stat-a").unwrap());
+    }
+
+    #[test]
+    fn a_same_size_edit_with_its_time_set_back_is_hashed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.parquet");
+        std::fs::write(&a, b"first bytes").unwrap();
+        let modified = std::fs::metadata(&a).unwrap().modified().unwrap();
+        // The store's ETag (inode-mtime-size) is the same before and after: the test passes
+        // the same string both times, as the store would.
+        let before = content_tag(&a, "inode-mtime-11").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&a, b"other bytes").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&a)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(std::fs::metadata(&a).unwrap().modified().unwrap(), modified);
+        let after = content_tag(&a, "inode-mtime-11").unwrap();
+        assert_ne!(before, after, "the cache served the old bytes' tag");
+        assert_eq!(after, hash_file(&a).unwrap());
     }
 }

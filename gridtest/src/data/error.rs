@@ -53,6 +53,19 @@ pub enum DataError {
         /// The dataset URL.
         url: String,
     },
+    /// This node does not see the files the sweep's manifest recorded for a shard (another
+    /// copy of the data at the same path, a missing mount, a file changed since the sweep was
+    /// planned), or cannot list them: a fault of the node's view of the data, found before
+    /// any row is read. Nothing of the shard is read.
+    #[error("shard {shard} is not as the sweep recorded it here: {reason}")]
+    NotAsRecorded {
+        /// The shard.
+        shard: String,
+        /// What differs (or why the listing failed).
+        reason: String,
+        /// The shard's files as this node lists them (empty when the listing failed).
+        listing: Vec<super::layout::ListedFile>,
+    },
     /// A requested symbol is not in the dataset.
     #[error("symbol `{symbol}` is not in {url} (symbols there: {known})")]
     UnknownSymbol {

@@ -6,14 +6,21 @@
 //! | --- | --- |
 //! | `symbol=S/date=YYYY-MM-DD/NAME.parquet` (a real, zero-padded date) | data |
 //! | a name (directory or file) starting with `.` or `_` (`_SUCCESS`, `.crc`, `_tmp/`) | ignored |
+//! | a directory named like a partition but hidden (`_date=…`, `.symbol=…`) | **problem** (it would hide data) |
 //! | `date=` whose value is not a real zero-padded `YYYY-MM-DD` (`2024-1-3`, `2024-13-45`) | **problem** |
 //! | a Parquet-looking file (`.parquet`, `.pq`, `.parq`, any case) anywhere else, or not ending exactly `.parquet` | **problem** |
 //! | a directory at the root that is not `symbol=…` | **problem** (its files would not be read) |
+//! | two `symbol=` directories spelling one symbol (`symbol=^GSPC`, `symbol=%5EGSPC`) | **problem** |
+//! | a `symbol=` value whose escapes do not decode to UTF-8 (`symbol=%FF`) | **problem** |
+//! | a symbolic link whose target does not exist (local datasets) | **problem** |
 //! | any other file (`manifest.json`, `README.md`, `part-0.csv`) | ignored |
 //!
-//! Dates are parsed strictly and compared as dates; because every `date=` value of a checked
-//! layout is canonical, the string comparisons DataFusion makes on the partition column agree
-//! with date order.
+//! A `symbol=` value is percent-decoded as Hive writes it ([`super::partition_value`]): any
+//! symbol name round-trips, `symbol=%5EGSPC` and an unescaped `symbol=^GSPC` both being `^GSPC`.
+//! A symbol's directory is always the one the listing found, never a name rebuilt from the
+//! symbol, so no spelling is lost between listing and reading.
+//!
+//! Dates are parsed strictly and compared as dates.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::dataset::Dataset;
 use super::error::{DataError, Result};
+use super::partition_value::decode_partition_value;
 
 /// One data file as a listing saw it: what a sweep's manifest records, so that a replay can
 /// tell whether the data changed.
@@ -144,6 +152,24 @@ impl Layout {
         }
     }
 
+    fn add_dangling(&mut self, link: local::DanglingLink) {
+        if is_hidden(&link.name) {
+            self.ignored.push(IgnoredObject {
+                url: link.url,
+                reason: format!("{HIDDEN}: a symbolic link whose target does not exist"),
+            });
+        } else {
+            self.problems.push(LayoutProblem {
+                url: link.url,
+                reason: format!(
+                    "a symbolic link to `{}`, which does not exist: what it stands for cannot \
+                     be read (a missing mount?)",
+                    link.target.display()
+                ),
+            });
+        }
+    }
+
     fn sort(&mut self) {
         for files in self.files.values_mut() {
             files.sort_by(|a, b| (a.date, &a.meta.location).cmp(&(b.date, &b.meta.location)));
@@ -160,20 +186,63 @@ impl Layout {
 /// [`DataError::NotFound`] for a local root that does not exist, [`DataError::Store`] when a
 /// listing fails. Layout problems are not errors here: they are in [`Layout::problems`].
 pub(crate) async fn scan(dataset: &Dataset, symbols: Option<&[String]>) -> Result<Layout> {
-    let (store, root) = dataset.store()?;
+    check_local_root(dataset)?;
+    let mut layout = Layout::default();
+    let wanted = list_root(dataset, &mut layout, symbols, true).await?;
+    list_symbols(dataset, wanted, &mut layout).await?;
+    layout.sort();
+    Ok(layout)
+}
+
+/// Lists only the `symbol=…` directories of `symbols`, recursively (a worker reading its
+/// shards): the root's level is read to find each symbol's directory, whatever its spelling,
+/// but its other objects are the planner's business.
+///
+/// # Errors
+/// [`DataError::NotFound`] for a local root that does not exist, [`DataError::Store`] when a
+/// listing fails.
+pub(crate) async fn scan_symbols(dataset: &Dataset, symbols: &[String]) -> Result<Layout> {
+    check_local_root(dataset)?;
+    let mut layout = Layout::default();
+    let wanted = list_root(dataset, &mut layout, Some(symbols), false).await?;
+    list_symbols(dataset, wanted, &mut layout).await?;
+    layout.sort();
+    Ok(layout)
+}
+
+/// A local root must be a directory that exists (a store lists a missing one as empty).
+fn check_local_root(dataset: &Dataset) -> Result<()> {
     if dataset.url().scheme() == "file"
         && let Ok(path) = dataset.url().to_file_path()
+        // Without the root URL's trailing `/`, which makes a file look absent.
+        && let path = path.components().collect::<std::path::PathBuf>()
         && !path.is_dir()
     {
         return Err(DataError::NotFound {
             url: dataset.url().to_string(),
-            reason: if path.exists() {
-                "it is not a directory"
+            reason: if path.is_file() {
+                "it is a file: a dataset is a directory of `symbol=…` partitions"
+            } else if path.is_symlink() {
+                "it is a symbolic link whose target does not exist"
             } else {
                 "it does not exist"
             },
         });
     }
+    Ok(())
+}
+
+/// The root's level: each symbol `wanted` (`None`: all) with the directory that holds it, as
+/// listed (its spelling kept). With `report`, the root's other objects get their verdicts;
+/// symbol directories that cannot be read as one symbol are problems either way.
+async fn list_root(
+    dataset: &Dataset,
+    layout: &mut Layout,
+    wanted: Option<&[String]>,
+    report: bool,
+) -> Result<BTreeMap<String, Path>> {
+    let is_wanted = |symbol: &str| wanted.is_none_or(|w| w.iter().any(|s| s == symbol));
+    let (store, root) = dataset.store()?;
     let top = store
         .list_with_delimiter(Some(&root))
         .await
@@ -181,58 +250,88 @@ pub(crate) async fn scan(dataset: &Dataset, symbols: Option<&[String]>) -> Resul
             url: dataset.url().to_string(),
             source,
         })?;
-    let mut layout = Layout::default();
-    for meta in top.objects {
-        let name = meta.location.filename().unwrap_or_default().to_owned();
-        layout.add(dataset, meta, &[&name]);
-    }
-    let mut symbols_found = Vec::new();
-    for dir in top.common_prefixes {
-        let name = dir.filename().unwrap_or_default();
-        let url = format!("{}/", dataset.object_url(&dir));
-        match name.strip_prefix("symbol=") {
-            _ if is_hidden(name) => layout.ignored.push(IgnoredObject {
-                url,
-                reason: HIDDEN.to_owned(),
-            }),
-            Some(symbol) if !symbol.is_empty() => {
-                if symbols.is_none_or(|s| s.iter().any(|w| w == symbol)) {
-                    symbols_found.push(symbol.to_owned());
-                }
-            }
-            _ => layout.problems.push(LayoutProblem {
-                url,
-                reason: "not a `symbol=…` partition: nothing under it is read".to_owned(),
-            }),
+    if report {
+        for meta in top.objects {
+            let name = meta.location.filename().unwrap_or_default().to_owned();
+            layout.add(dataset, meta, &[&name]);
         }
     }
-    list_symbols(dataset, &*store, &root, &symbols_found, &mut layout).await?;
-    layout.sort();
-    Ok(layout)
+    let mut symbols: BTreeMap<String, Path> = BTreeMap::new();
+    for dir in top.common_prefixes {
+        let name = dir.filename().unwrap_or_default().to_owned();
+        let url = format!("{}/", dataset.object_url(&dir));
+        let problem = |reason: String| LayoutProblem {
+            url: url.clone(),
+            reason,
+        };
+        match name.strip_prefix("symbol=") {
+            _ if hides_a_partition(&name) => {
+                layout.problems.push(problem(format!(
+                    "`{name}` is a partition hidden by its leading `{}`: nothing under it is \
+                     read (rename it, or move it out of the dataset)",
+                    &name[..1]
+                )));
+            }
+            _ if is_hidden(&name) => {
+                if report {
+                    layout.ignored.push(IgnoredObject {
+                        url,
+                        reason: HIDDEN.to_owned(),
+                    });
+                }
+            }
+            Some(raw) if !raw.is_empty() => match decode_partition_value(raw) {
+                None if report => layout.problems.push(problem(UNDECODABLE.to_owned())),
+                None => {}
+                Some(symbol) if !report && !is_wanted(&symbol) => {}
+                Some(symbol) => {
+                    if let Some(other) = symbols.get(&symbol) {
+                        layout.problems.push(problem(format!(
+                            "spells symbol `{symbol}` as `{}/` does: one symbol, one directory",
+                            dataset.object_url(other)
+                        )));
+                    } else {
+                        symbols.insert(symbol, dir);
+                    }
+                }
+            },
+            _ if report => layout.problems.push(problem(
+                "not a `symbol=…` partition: nothing under it is read".to_owned(),
+            )),
+            _ => {}
+        }
+    }
+    if dataset.url().scheme() == "file" {
+        let root = dataset.url().to_file_path().ok();
+        let links = tokio::task::spawn_blocking(move || {
+            root.map(|r| local::dangling_links(&r, 0)).unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default();
+        for link in links {
+            let symbol = link
+                .name
+                .strip_prefix("symbol=")
+                .and_then(decode_partition_value);
+            // A broken link of a symbol not wanted, or of any other name, is the planner's.
+            if report || symbol.is_some_and(|s| is_wanted(&s)) {
+                layout.add_dangling(link);
+            }
+        }
+    }
+    symbols.retain(|symbol, _| is_wanted(symbol));
+    Ok(symbols)
 }
 
-/// Lists only the `symbol=…` directories of `symbols`, recursively (a worker reading its
-/// shards: the root's own level is the planner's business).
-///
-/// # Errors
-/// [`DataError::Store`] when a listing fails.
-pub(crate) async fn scan_symbols(dataset: &Dataset, symbols: &[String]) -> Result<Layout> {
-    let (store, root) = dataset.store()?;
-    let mut layout = Layout::default();
-    list_symbols(dataset, &*store, &root, symbols, &mut layout).await?;
-    layout.sort();
-    Ok(layout)
-}
-
+/// Lists each symbol's directory recursively; for a local dataset, finds the symbolic links
+/// under it whose targets do not exist (the store skips them without a word).
 async fn list_symbols(
     dataset: &Dataset,
-    store: &dyn ObjectStore,
-    root: &Path,
-    symbols: &[String],
+    symbols: BTreeMap<String, Path>,
     layout: &mut Layout,
 ) -> Result<()> {
-    for symbol in symbols {
-        let dir = root.clone().join(format!("symbol={symbol}"));
+    let (store, root) = dataset.store()?;
+    for (symbol, dir) in symbols {
         let objects: Vec<ObjectMeta> =
             store
                 .list(Some(&dir))
@@ -243,69 +342,45 @@ async fn list_symbols(
                     source,
                 })?;
         if !objects.is_empty() {
-            layout.files.entry(symbol.clone()).or_default();
+            layout.files.entry(symbol).or_default();
         }
-
         for meta in objects {
             let relative: Vec<String> = meta
                 .location
-                .prefix_match(root)
+                .prefix_match(&root)
                 .map(|parts| parts.map(|p| p.as_ref().to_owned()).collect())
                 .unwrap_or_default();
             let relative: Vec<&str> = relative.iter().map(String::as_str).collect();
             layout.add(dataset, meta, &relative);
         }
+        if dataset.url().scheme() == "file" {
+            let path = local::path_of(&dir);
+            let links = tokio::task::spawn_blocking(move || local::dangling_links(&path, 3))
+                .await
+                .unwrap_or_default();
+            for link in links {
+                layout.add_dangling(link);
+            }
+        }
     }
     Ok(())
 }
 
-/// For a local dataset, replaces the store's ETags (inode-mtime-size) of `objects` by content
-/// tags (see [`super::content_tag`]); other stores' ETags are kept. Only the files given are
-/// read (a shard's, never its neighbours').
-///
-/// # Errors
-/// [`DataError::Unreadable`] naming a file that cannot be read.
-pub(crate) async fn tag_contents(
-    dataset: &Dataset,
-    objects: Vec<DataObject>,
-) -> Result<Vec<DataObject>> {
-    if dataset.url().scheme() != "file" {
-        return Ok(objects);
-    }
-    let dataset = dataset.clone();
-    tokio::task::spawn_blocking(move || {
-        objects
-            .into_iter()
-            .map(|mut object| {
-                let url = dataset.object_url(&object.meta.location);
-                let unreadable = |reason: String| DataError::Unreadable {
-                    file: url.clone(),
-                    reason,
-                };
-                let path = url::Url::parse(&url)
-                    .ok()
-                    .and_then(|u| u.to_file_path().ok())
-                    .ok_or_else(|| unreadable("not a local file path".to_owned()))?;
-                let stat = object.meta.e_tag.take().unwrap_or_default();
-                let tag = super::content_tag::content_tag(&path, &stat)
-                    .map_err(|e| unreadable(e.to_string()))?;
-                object.meta.e_tag = Some(tag);
-                Ok(object)
-            })
-            .collect()
-    })
-    .await
-    .map_err(|e| DataError::InvalidLocation {
-        location: "(hashing local files)".to_owned(),
-        reason: e.to_string(),
-    })?
-}
-
 const HIDDEN: &str = "hidden or marker object (its name starts with `.` or `_`)";
+
+const UNDECODABLE: &str =
+    "the `symbol=` value's %-escapes do not decode to UTF-8 text: no symbol is named so";
 
 fn is_hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_')
 }
+
+/// A hidden name that is a partition's but for its first character (`_date=2024-01-03`).
+fn hides_a_partition(name: &str) -> bool {
+    is_hidden(name) && (name[1..].starts_with("date=") || name[1..].starts_with("symbol="))
+}
+
+mod local;
 
 /// A strictly parsed `date=` value: exactly `YYYY-MM-DD`, zero-padded, a real date.
 ///
@@ -329,17 +404,24 @@ pub fn parse_partition_date(value: &str) -> Option<NaiveDate> {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum Verdict<'a> {
-    Data { symbol: &'a str, date: NaiveDate },
+enum Verdict {
+    Data { symbol: String, date: NaiveDate },
     Ignored(String),
     Problem(String),
 }
 
 /// The verdict on an object from its path relative to the root (see the module docs).
-fn classify<'a>(relative: &[&'a str]) -> Verdict<'a> {
+fn classify(relative: &[&str]) -> Verdict {
     let Some((file, dirs)) = relative.split_last() else {
         return Verdict::Ignored("the root itself".to_owned());
     };
+    if let Some(dir) = dirs.iter().find(|d| hides_a_partition(d)) {
+        return Verdict::Problem(format!(
+            "`{dir}` is a partition hidden by its leading `{}`: nothing under it is read \
+             (rename it, or move it out of the dataset)",
+            &dir[..1]
+        ));
+    }
     if relative.iter().any(|p| is_hidden(p)) {
         return Verdict::Ignored(HIDDEN.to_owned());
     }
@@ -357,7 +439,10 @@ fn classify<'a>(relative: &[&'a str]) -> Verdict<'a> {
     let (symbol, rest) = match dirs.split_first() {
         None => return misplaced("at the dataset root"),
         Some((dir, rest)) => match dir.strip_prefix("symbol=") {
-            Some(symbol) if !symbol.is_empty() => (symbol, rest),
+            Some(raw) if !raw.is_empty() => match decode_partition_value(raw) {
+                Some(symbol) => (symbol, rest),
+                None => return Verdict::Problem(UNDECODABLE.to_owned()),
+            },
             _ => return misplaced("outside any `symbol=…` partition"),
         },
     };
@@ -390,84 +475,4 @@ fn classify<'a>(relative: &[&'a str]) -> Verdict<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn date(s: &str) -> NaiveDate {
-        s.parse().unwrap()
-    }
-
-    fn verdict(path: &str) -> Verdict<'_> {
-        classify(&path.split('/').collect::<Vec<_>>())
-    }
-
-    fn is_problem(path: &str) -> bool {
-        matches!(verdict(path), Verdict::Problem(_))
-    }
-
-    fn is_ignored(path: &str) -> bool {
-        matches!(verdict(path), Verdict::Ignored(_))
-    }
-
-    #[test]
-    fn data_files_need_the_exact_layout() {
-        assert_eq!(
-            verdict("symbol=S001/date=2024-01-03/part-0.parquet"),
-            Verdict::Data {
-                symbol: "S001",
-                date: date("2024-01-03")
-            }
-        );
-        for bad in [
-            "symbol=S001/date=2024-1-3/part-0.parquet",
-            "symbol=S001/date=notadate/part-0.parquet",
-            "symbol=S001/date=2024-13-45/part-0.parquet",
-            "symbol=S001/date=2024-02-30/part-0.parquet",
-            "symbol=S001/date=2024-01-03 /part-0.parquet",
-            "symbol=S001/date=+2024-01-3/part-0.parquet",
-            // A bad date value is a problem whatever the file is.
-            "symbol=S001/date=2024-1-3/notes.txt",
-            "symbol=S001/part-0.parquet",
-            "symbol=S001/date=2024-01-03/part-0.pq",
-            "symbol=S001/date=2024-01-03/part-0.PARQUET",
-            "symbol=S001/date=2024-01-03/part-0.Parquet",
-            "symbol=S001/date=2024-01-03/hour=15/part-0.parquet",
-            "symbol=S001/day=2024-01-03/part-0.parquet",
-            "symbol=/date=2024-01-03/part-0.parquet",
-            "part-0.parquet",
-            "ticks/S001/part-0.parquet",
-        ] {
-            assert!(is_problem(bad), "{bad}: {:?}", verdict(bad));
-        }
-    }
-
-    #[test]
-    fn other_objects_are_ignored_with_a_reason() {
-        for ok in [
-            "manifest.json",
-            "symbol=S001/date=2024-01-03/_SUCCESS",
-            "symbol=S001/date=2024-01-03/.part-0.parquet.crc",
-            "symbol=S001/_tmp/part-0.parquet",
-            "_delta_log/0.json",
-            "symbol=S001/date=2024-01-03/part-0.csv",
-            "symbol=S001/README.md",
-        ] {
-            assert!(is_ignored(ok), "{ok}: {:?}", verdict(ok));
-        }
-    }
-
-    #[test]
-    fn partition_dates_are_strict() {
-        assert_eq!(parse_partition_date("2024-02-29"), Some(date("2024-02-29")));
-        for bad in [
-            "2023-02-29",
-            "2024-1-03",
-            "24-01-03",
-            "2024/01/03",
-            "２０２４-01-03",
-            "",
-        ] {
-            assert_eq!(parse_partition_date(bad), None, "{bad}");
-        }
-    }
-}
+mod tests;

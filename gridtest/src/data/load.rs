@@ -8,30 +8,28 @@
 //!    files dated within the shard are its files. Files outside the shard are never opened.
 //! 2. **Inspect** each file's footer: not empty, required columns present with usable types,
 //!    row count. A bad file is reported by name before any data is decoded.
-//! 3. **Scan** through the DataFusion table with the filter `symbol = S AND date BETWEEN first
-//!    AND last` (partition pruning: the dates of a checked layout are canonical, so string order
-//!    is date order), one partition, no sort: DataFusion reads the files in path order (date,
-//!    then name), so each row is attributed to its file by the footers' row counts, and every
-//!    check (nulls, NaN or non-positive prices, timestamps going backwards across the whole
-//!    shard, timestamps outside their `date=` day) names the file and row. At the end the rows
-//!    read must equal the footers' total: a scan that saw other files than the listing fails.
+//! 3. **Scan** exactly the files listed and inspected, in that order, through a DataFusion
+//!    Parquet scan (one partition, order preserved): no second listing, so the scan cannot read
+//!    a file the listing ignored (`_x.parquet`) or miss one it found (a symbol spelled with
+//!    escapes). Each row is attributed to its file by the footers' row counts, and every check
+//!    (nulls, NaN or non-positive prices, timestamps going backwards across the whole shard,
+//!    timestamps outside their `date=` day) names the file and row. At the end the rows read
+//!    must equal the footers' total.
 
 use std::sync::Arc;
 
 use chrono::NaiveDate;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::catalog::TableProvider;
-use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::listing::{
-    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
-};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::object_store::ObjectStoreUrl;
 use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::execution::cache::cache_manager::CacheManagerConfig;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::parquet::arrow::parquet_to_arrow_schema;
-use datafusion::prelude::{Expr, SessionConfig, SessionContext, col, lit};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::{ObjectMeta, ObjectStore};
 
@@ -39,6 +37,7 @@ use super::columns::{Checker, FileInfo, ShardData, ShardInfo};
 use super::dataset::Dataset;
 use super::error::{DataError, Result};
 use super::feed_batch::FeedBatch;
+use super::files_digest::files_digest;
 use super::layout::{self, DataObject, ListedFile};
 use super::shard::Shard;
 use super::universe::ShardStream;
@@ -71,7 +70,7 @@ pub fn table_schema(kind: DataKind) -> SchemaRef {
 pub struct ShardReader {
     dataset: Dataset,
     ctx: SessionContext,
-    table: Arc<ListingTable>,
+    store_url: ObjectStoreUrl,
     store: Arc<dyn ObjectStore>,
 }
 
@@ -98,31 +97,18 @@ impl ShardReader {
     pub fn try_new(dataset: &Dataset) -> Result<Self> {
         let (store, _) = dataset.store()?;
         let url = dataset.url().to_string();
-        let runtime = RuntimeEnvBuilder::new()
-            .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
-            .build_arc()
-            .map_err(|e| df_error(&url, e))?;
         let config = SessionConfig::new()
             .with_target_partitions(1)
             .with_collect_statistics(false)
             .with_batch_size(BATCH_ROWS);
-        let ctx = SessionContext::new_with_config_rt(config, runtime);
+        let ctx = SessionContext::new_with_config(config);
         ctx.register_object_store(&dataset.store_url(), Arc::clone(&store));
-        let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-            .with_file_extension(".parquet")
-            .with_table_partition_cols(vec![
-                ("symbol".to_owned(), DataType::Utf8),
-                ("date".to_owned(), DataType::Utf8),
-            ]);
-        let table_url = ListingTableUrl::parse(&url).map_err(|e| df_error(&url, e))?;
-        let config = ListingTableConfig::new(table_url)
-            .with_listing_options(options)
-            .with_schema(table_schema(dataset.kind()));
-        let table = Arc::new(ListingTable::try_new(config).map_err(|e| df_error(&url, e))?);
+        let store_url =
+            ObjectStoreUrl::parse(dataset.store_url()).map_err(|e| df_error(&url, e))?;
         Ok(Self {
             dataset: dataset.clone(),
             ctx,
-            table,
+            store_url,
             store,
         })
     }
@@ -131,13 +117,6 @@ impl ShardReader {
     #[must_use]
     pub fn dataset(&self) -> &Dataset {
         &self.dataset
-    }
-
-    fn filter(shard: &Shard) -> Expr {
-        col("symbol")
-            .eq(lit(shard.symbol()))
-            .and(col("date").gt_eq(lit(shard.first().to_string())))
-            .and(col("date").lt_eq(lit(shard.last().to_string())))
     }
 
     fn query_error(&self, shard: &Shard, file: &str, e: DataFusionError) -> DataError {
@@ -203,7 +182,7 @@ impl ShardReader {
                     .map(|(a, b)| format!("{a}..{b}")),
             });
         }
-        layout::tag_contents(&self.dataset, files).await
+        super::content_tag::tag_contents(&self.dataset, files).await
     }
 
     /// Lists the shard's files and checks each footer (schema and row count), naming any bad
@@ -213,8 +192,49 @@ impl ShardReader {
     /// [`DataError::Layout`], [`DataError::NoFiles`], [`DataError::Unreadable`] (an empty file
     /// too), [`DataError::MissingColumn`], [`DataError::WrongType`], [`DataError::Store`].
     pub async fn inspect(&self, shard: &Shard) -> Result<ShardInfo> {
-        let listed = self.list_objects(shard).await?;
-        self.inspect_objects(shard, listed).await
+        self.inspect_as_recorded(shard, None).await
+    }
+
+    /// As [`ShardReader::inspect`], after checking that the shard's files, as listed here,
+    /// are those of `recorded` ([`files_digest`] of the sweep's manifest for the shard; `None`:
+    /// no check). A listing that differs, or that fails, is
+    /// [`DataError::NotAsRecorded`] carrying this node's listing: no footer is read then.
+    ///
+    /// # Errors
+    /// [`DataError::NotAsRecorded`], or any error of [`ShardReader::inspect`] once the files
+    /// are as recorded.
+    pub async fn inspect_as_recorded(
+        &self,
+        shard: &Shard,
+        recorded: Option<&str>,
+    ) -> Result<ShardInfo> {
+        let objects = match (self.list_objects(shard).await, recorded) {
+            (Ok(objects), _) => objects,
+            (Err(e), None) => return Err(e),
+            (Err(e), Some(_)) => {
+                return Err(DataError::NotAsRecorded {
+                    shard: shard.to_string(),
+                    reason: e.to_string(),
+                    listing: Vec::new(),
+                });
+            }
+        };
+        if let Some(recorded) = recorded {
+            let listing = self.listed(&objects);
+            let found = files_digest(&listing);
+            if found != recorded {
+                return Err(DataError::NotAsRecorded {
+                    shard: shard.to_string(),
+                    reason: format!(
+                        "its {} files here differ from the sweep's manifest (digest {found} \
+                         here, {recorded} recorded)",
+                        listing.len()
+                    ),
+                    listing,
+                });
+            }
+        }
+        self.inspect_objects(shard, objects).await
     }
 
     /// Checks the footers of files already listed (by [`Dataset::plan`]).
@@ -280,6 +300,7 @@ impl ShardReader {
             e_tag: meta.e_tag,
             date,
             rows,
+            location: meta.location,
         })
     }
 
@@ -312,18 +333,29 @@ impl ShardReader {
     async fn open_symbol(&self, info: Arc<ShardInfo>) -> Result<SymbolStream> {
         let shard = info.shard.clone();
         let first_file = info.files.first().map_or("", |f| f.url.as_str()).to_owned();
-        let columns: Vec<&str> = std::iter::once("ts")
-            .chain(info.kind.columns().iter().copied())
+        let files: Vec<PartitionedFile> = info
+            .files
+            .iter()
+            .map(|f| {
+                PartitionedFile::new_from_meta(ObjectMeta {
+                    location: f.location.clone(),
+                    last_modified: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+                    size: f.size,
+                    e_tag: None,
+                    version: None,
+                })
+            })
             .collect();
-        let provider: Arc<dyn TableProvider> = Arc::clone(&self.table) as _;
-        let stream = self
-            .ctx
-            .read_table(provider)
-            .and_then(|df| df.filter(Self::filter(&shard)))
-            .and_then(|df| df.select_columns(&columns))
-            .map_err(|e| self.query_error(&shard, &first_file, e))?
-            .execute_stream()
-            .await
+        // The table's columns only (extra columns of a file are not read); a file's own types
+        // are cast to the table's (Float32 or integers to Float64) by the scan.
+        let source = Arc::new(ParquetSource::new(table_schema(info.kind)));
+        let config = FileScanConfigBuilder::new(self.store_url.clone(), source)
+            .with_file_group(FileGroup::new(files))
+            .with_batch_size(Some(BATCH_ROWS))
+            .with_preserve_order(true)
+            .build();
+        let stream = DataSourceExec::from_data_source(config)
+            .execute(0, self.ctx.task_ctx())
             .map_err(|e| self.query_error(&shard, &first_file, e))?;
         Ok(SymbolStream {
             checker: Checker::new(Arc::clone(&info)),

@@ -66,6 +66,13 @@ pub(super) async fn run_actors(
             wait_for_nodes: opts.wait_for_nodes,
             status: opts.status.clone(),
             scope: scope.clone(),
+            shard_files: plan
+                .spec
+                .shards
+                .iter()
+                .map(crate::data::Shard::id)
+                .zip(plan.shard_files.iter().cloned())
+                .collect(),
         },
     )
     .await

@@ -7,8 +7,8 @@ use futures::future::join_all;
 
 use ractor::ActorRef;
 
-use crate::actors::ShardLoaderMsg;
-use crate::data::{DataError, Dataset, ShardInfo, ShardReader};
+use crate::actors::{ShardLoaderMsg, ShardRequest};
+use crate::data::{DataError, Dataset, ListedFile, ShardInfo, ShardReader};
 use crate::error::Result;
 use crate::persist::SweepSpec;
 use crate::registry::StrategyEntry;
@@ -22,6 +22,8 @@ pub struct Plan {
     pub(crate) n_sets: usize,
     pub(crate) dataset: Dataset,
     pub(crate) infos: Vec<std::result::Result<ShardInfo, DataError>>,
+    /// Each shard's files as the manifest records them, in the spec's shard order.
+    pub(crate) shard_files: Vec<Vec<ListedFile>>,
     pub(crate) spec: SweepSpec,
     /// The distinct dates of the shards' files, ascending.
     pub(crate) dates: Vec<chrono::NaiveDate>,
@@ -80,12 +82,13 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         let mut objects = Vec::new();
         for symbol in s.symbols() {
             let files = data.layout.files_between(symbol, s.first(), s.last());
-            objects.extend(crate::data::layout::tag_contents(&dataset, files).await?);
+            objects.extend(crate::data::content_tag::tag_contents(&dataset, files).await?);
         }
         listed.push(objects);
     }
     // The manifest holds every file the listing saw, also those of shards that fail below.
-    let manifest: Vec<_> = listed.iter().flat_map(|l| reader.listed(l)).collect();
+    let shard_files: Vec<Vec<ListedFile>> = listed.iter().map(|l| reader.listed(l)).collect();
+    let manifest: Vec<_> = shard_files.iter().flatten().cloned().collect();
     let dates: std::collections::BTreeSet<_> = manifest.iter().map(|f| f.date).collect();
     let infos = join_all(
         shards
@@ -105,6 +108,7 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
         n_sets,
         dataset,
         infos,
+        shard_files,
         spec,
         dates: dates.into_iter().collect(),
         started,
@@ -115,20 +119,24 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
 pub(super) async fn prefetch(loader: &ActorRef<ShardLoaderMsg>, plan: &Plan, budget: u64) {
     let mut budget = budget;
     let mut prefetch = Vec::new();
-    for (shard, info) in plan.spec.shards.iter().zip(&plan.infos) {
+    for ((shard, info), files) in plan.spec.shards.iter().zip(&plan.infos).zip(&plan.shard_files) {
         if let Ok(info) = info
             && info.bytes_in_memory() <= budget
         {
             budget -= info.bytes_in_memory();
-            prefetch.push(shard.clone());
+            prefetch.push(ShardRequest {
+                dataset: plan.dataset.clone(),
+                shard: shard.clone(),
+                files_digest: Some(crate::data::files_digest(files)),
+            });
         }
     }
-    join_all(prefetch.into_iter().map(|shard| {
-        let (loader, dataset) = (loader.clone(), plan.dataset.clone());
+    join_all(prefetch.into_iter().map(|request| {
+        let loader = loader.clone();
         async move {
             loader
                 .call(
-                    |r| ShardLoaderMsg::Get(dataset, shard, r),
+                    |r| ShardLoaderMsg::Get(request, r),
                     Some(crate::actors::LOAD_TIMEOUT),
                 )
                 .await

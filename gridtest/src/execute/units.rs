@@ -54,6 +54,7 @@ pub(super) fn plan_units(
     let mut runs: Vec<(u64, usize, WorkUnit)> = Vec::new();
     for (ordinal, (shard, info)) in plan.spec.shards.iter().zip(&plan.infos).enumerate() {
         let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
+        let digest = crate::data::files_digest(&plan.shard_files[ordinal]);
         let id = shard.id();
         let done_here = done.keys().filter(|k| k.shard == id).count();
         let todo = n_sets.saturating_sub(done_here);
@@ -100,6 +101,7 @@ pub(super) fn plan_units(
                 id: UnitId(0),
                 shard: shard.clone(),
                 sets,
+                files_digest: Some(digest.clone()),
             };
             runs.push((first, ordinal, unit));
         }

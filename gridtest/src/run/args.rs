@@ -128,8 +128,14 @@ pub struct RunArgs {
         default_value_t = 5000
     )]
     pub progress_ms: u64,
-    /// Attempts a failing cell gets before its failure is final.
-    #[arg(help_heading = "Run", long, env = "GRIDTEST_MAX_ATTEMPTS", default_value_t = crate::sweep::DEFAULT_MAX_ATTEMPTS)]
+    /// Attempts a failing cell gets before its failure is final (1 to 100).
+    #[arg(
+        help_heading = "Run",
+        long,
+        env = "GRIDTEST_MAX_ATTEMPTS",
+        default_value_t = crate::sweep::DEFAULT_MAX_ATTEMPTS,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::sweep::MAX_ATTEMPTS))
+    )]
     pub max_attempts: u32,
     /// Head: hand out no work until this many nodes ask for some (at most two minutes).
     #[arg(

@@ -25,12 +25,16 @@ use self::pace::Pace;
 use self::unit_entry::{UnitEntry, UnitState};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
 pub use super::worker_id::WorkerId;
-use crate::data::{Shard, ShardId};
-use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
+use crate::data::ShardId;
+use crate::engine::{CellKey, CellOutcome};
 use crate::params::{Grid, ParamSetId, SetPlace};
 
 /// Attempts a failing cell gets by default.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// The most attempts a failing cell may be given: past a few, a cell that keeps failing is
+/// failing for a reason, and each attempt is a unit's worth of work.
+pub const MAX_ATTEMPTS: u32 = 100;
 
 /// How far down the queue a lease looks for a unit whose shard the worker's node holds.
 const LOCALITY_WINDOW: usize = 256;
@@ -110,6 +114,10 @@ pub struct Ledger {
     listed: HashMap<(ShardId, u64), UnitId>,
     /// Failed attempts of cells waiting for another one.
     attempts: HashMap<(ShardId, u64), u32>,
+    /// Each shard's files digest, as its units carry it (for the retry units made here).
+    files_digests: HashMap<ShardId, String>,
+    /// Nodes that may not run some shards (they see other data).
+    barred: barred::Barred,
     expected: usize,
     recorded: usize,
     failed: usize,
@@ -136,6 +144,8 @@ impl Ledger {
             runs: HashMap::new(),
             listed: HashMap::new(),
             attempts: HashMap::new(),
+            files_digests: HashMap::new(),
+            barred: barred::Barred::default(),
             expected: 0,
             recorded: 0,
             failed: 0,
@@ -184,6 +194,11 @@ impl Ledger {
 
     fn add(&mut self, unit: WorkUnit, front: bool) {
         let (id, shard) = (unit.id, unit.shard.id());
+        if let Some(digest) = &unit.files_digest
+            && !self.files_digests.contains_key(&shard)
+        {
+            self.files_digests.insert(shard.clone(), digest.clone());
+        }
         match &unit.sets {
             SetSpan::Run { first, .. } => {
                 self.runs.entry(shard).or_default().insert(first.index, id);
@@ -267,6 +282,7 @@ impl Ledger {
                 matches!(&entry.state, UnitState::Leased(h)
                     if h[0].0 != *worker
                         && self.pace.late(entry.unit.sets.len(), now.duration_since(h[0].1)))
+                    && self.may_take(worker, &entry.unit)
             })?;
         let entry = self.units.get_mut(&straggler).expect("exists");
         let sets = entry.unit.sets.len();
@@ -297,11 +313,22 @@ impl Ledger {
             .then(|| {
                 self.queue.iter().take(LOCALITY_WINDOW).position(|id| {
                     let e = &self.units[id];
-                    e.state == UnitState::Pending && cached.contains(&e.unit.shard.id())
+                    e.state == UnitState::Pending
+                        && cached.contains(&e.unit.shard.id())
+                        && self.may_take(worker, &e.unit)
                 })
             })
             .flatten();
-        if let Some(pos) = local.or((!self.queue.is_empty()).then_some(0)) {
+        // The front is pending (see above); a node barred from some shards looks further.
+        let first = if self.barred.any(&worker.node) {
+            self.queue.iter().position(|id| {
+                let e = &self.units[id];
+                e.state == UnitState::Pending && self.may_take(worker, &e.unit)
+            })
+        } else {
+            (!self.queue.is_empty()).then_some(0)
+        };
+        if let Some(pos) = local.or(first) {
             let id = self.queue.remove(pos).expect("position is valid");
             self.cut_to_share(id);
             let entry = self.units.get_mut(&id).expect("queued units exist");
@@ -315,133 +342,17 @@ impl Ledger {
         None
     }
 
-    /// Records results for cells of `shard`. `unit`, when known, is the unit they were leased
-    /// as; results are matched by cell (shard and set) either way. Cells already final keep
-    /// their first result. A failed cell is retried in a new unit until it has failed
-    /// `max_attempts` times (failures of kind `Params` are final at once).
-    pub fn report(
+    /// Takes back the leases of `lost` holders, of the units `of` selects.
+    fn release_where(
         &mut self,
-        unit: Option<UnitId>,
-        shard: &Shard,
-        results: Vec<SetResult>,
-    ) -> Completion {
-        let shard_id = shard.id();
-        let (mut new, mut duplicates) = (0usize, 0u64);
-        let mut retry = Vec::new();
-        for SetResult {
-            place,
-            param_set,
-            outcome,
-            day_returns,
-        } in results
-        {
-            let Some((owner, offset)) = self.locate(&shard_id, place.index) else {
-                // Not a cell of this sweep (or of what is left of it): ignore.
-                self.stats.foreign_cells += 1;
-                continue;
-            };
-            if !self.units[&owner].is_open(offset) {
-                duplicates += 1;
-                continue;
-            }
-            let cell = (shard_id.clone(), place.index);
-            let outcome = match outcome {
-                Ok(m) => Ok(m),
-                Err(f) => {
-                    let tried = self.attempts.get(&cell).copied().unwrap_or(0) + 1;
-                    if f.kind != FailureKind::Params && tried < self.max_attempts {
-                        self.attempts.insert(cell, tried);
-                        self.close_cell(&shard_id, place.index, owner, offset);
-                        retry.push(place);
-                        continue;
-                    }
-                    Err(CellFailure {
-                        attempts: tried,
-                        ..f
-                    })
-                }
-            };
-            self.attempts.remove(&cell);
-            self.close_cell(&shard_id, place.index, owner, offset);
-            self.failed += usize::from(outcome.is_err());
-            self.recorded += 1;
-            self.journal.push(FinalCell {
-                key: CellKey {
-                    shard: shard_id.clone(),
-                    param_set,
-                },
-                place,
-                outcome,
-                day_returns,
-            });
-            new += 1;
-        }
-        self.stats.duplicate_cells += duplicates;
-        let retried = retry.len();
-        self.queue_retries(shard, retry);
-        if let Some(id) = unit
-            && self.units.get(&id).is_some_and(|e| e.open_count == 0)
-        {
-            self.finish_unit(id);
-        }
-        if new == 0 && retried == 0 {
-            Completion::Duplicate
-        } else {
-            Completion::Accepted { new, retried }
-        }
-    }
-
-    /// Queues failed cells of `shard` for another attempt, in a unit of their own.
-    fn queue_retries(&mut self, shard: &Shard, mut retry: Vec<SetPlace>) {
-        if retry.is_empty() {
-            return;
-        }
-        self.stats.retried_cells += retry.len() as u64;
-        retry.sort_unstable();
-        retry.dedup_by_key(|p| p.index);
-        let id = UnitId(self.next_id);
-        self.next_id += 1;
-        let unit = WorkUnit {
-            id,
-            shard: shard.clone(),
-            sets: SetSpan::Listed(retry),
-        };
-        self.add(unit, false);
-    }
-
-    /// Fails every open cell of a unit with the same failure (e.g. its shard cannot be read);
-    /// subject to retries like any failure.
-    pub fn fail_unit(&mut self, id: UnitId, failure: &CellFailure) -> Completion {
-        let Some(entry) = self.units.get(&id) else {
-            return Completion::Duplicate;
-        };
-        let shard = entry.unit.shard.clone();
-        let open: Vec<u64> = entry
-            .open_offsets()
-            .map(|o| entry.unit.sets.index_of(o))
-            .collect();
-        let results = entry
-            .unit
-            .sets
-            .expand(&self.grid)
-            .into_iter()
-            .filter(|(place, _)| open.binary_search(&place.index).is_ok())
-            .map(|(place, set)| SetResult {
-                place,
-                param_set: set.id(),
-                outcome: Err(failure.clone()),
-                day_returns: Vec::new(),
-            })
-            .collect();
-        self.report(Some(id), &shard, results)
-    }
-
-    fn release_where(&mut self, lost: impl Fn(&WorkerId) -> bool) -> Vec<UnitId> {
+        lost: impl Fn(&WorkerId) -> bool,
+        of: impl Fn(&WorkUnit) -> bool,
+    ) -> Vec<UnitId> {
         let mut released = Vec::new();
         for (id, entry) in &mut self.units {
             let touched =
                 matches!(&entry.state, UnitState::Leased(h) if h.iter().any(|(w, _)| lost(w)));
-            if !touched {
+            if !touched || !of(&entry.unit) {
                 continue;
             }
             let sets = entry.unit.sets.len();
@@ -467,12 +378,12 @@ impl Ledger {
     /// Takes back every lease held by `worker`; units nobody else holds go back to the front of
     /// the queue. Returns those units.
     pub fn release_worker(&mut self, worker: &WorkerId) -> Vec<UnitId> {
-        self.release_where(|w| w == worker)
+        self.release_where(|w| w == worker, |_| true)
     }
 
     /// Takes back every lease held on `node` (it disconnected or went silent).
     pub fn release_node(&mut self, node: &str) -> Vec<UnitId> {
-        self.release_where(|w| w.node == node)
+        self.release_where(|w| w.node == node, |_| true)
     }
 
     /// Takes the cells that became final since the last call (to persist and aggregate them).
@@ -481,10 +392,12 @@ impl Ledger {
     }
 }
 
+mod barred;
 mod counts;
 mod held_alone;
 mod load;
 mod pace;
+mod results;
 mod tail_split;
 #[cfg(test)]
 mod tests;

@@ -99,6 +99,11 @@ pub struct WorkUnit {
     pub shard: Shard,
     /// The parameter sets.
     pub sets: SetSpan,
+    /// The digest of the shard's files as the sweep's manifest records them
+    /// ([`files_digest`](crate::data::files_digest)): a node that lists other files for the
+    /// shard does not run the unit. `None`: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_digest: Option<String>,
 }
 
 impl WorkUnit {

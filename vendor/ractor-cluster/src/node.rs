@@ -511,6 +511,20 @@ impl NodeServerState {
             None => return SessionCheckReply::OtherConnectionContinues,
         };
 
+        // gridtest patch: a connection accepted while an accepted session of the
+        // same name is authenticated is refused, whatever its nonce: the node that
+        // is connected keeps its session (upstream elects by nonce, so a second
+        // process with the same name displaced the running one half of the time).
+        if session.is_server
+            && !self.authenticated_sessions.contains(&actor_id)
+            && self
+                .candidates_for_peer(peer_name, true)
+                .iter()
+                .any(|incumbent| incumbent.is_server)
+        {
+            return SessionCheckReply::OtherConnectionContinues;
+        }
+
         // Unauthenticated candidates cannot displace or reject one another. A
         // claimed node name is not trusted until the cookie challenge succeeds.
         let mut candidates = self.candidates_for_peer(peer_name, true);
@@ -581,6 +595,22 @@ impl NodeServerState {
             .as_ref()?
             .name
             .clone();
+        // gridtest patch: two accepted connections of one name that both passed the
+        // check before either authenticated: the first to authenticate keeps its
+        // session, the later one is closed.
+        let is_server = self.node_sessions.get(&actor_id)?.is_server;
+        if is_server
+            && self
+                .candidates_for_peer(&peer_name, true)
+                .iter()
+                .any(|incumbent| incumbent.is_server && incumbent.actor_id != actor_id)
+        {
+            let loser = self.node_sessions.get(&actor_id)?.actor.clone();
+            return Some(SessionElection {
+                candidate_survives: false,
+                losers: vec![loser],
+            });
+        }
         self.authenticated_sessions.insert(actor_id);
         let candidates = self.candidates_for_peer(&peer_name, true);
         let elected = elect_sessions(&self.this_node_name.name, &peer_name, candidates);

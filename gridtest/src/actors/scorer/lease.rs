@@ -108,6 +108,7 @@ impl Leased {
                 results: Err(crash("a lease came without its sweep's context")),
                 evaluations: 0,
                 busy_ms: 0,
+                node_fault: None,
             }))),
         }
     }

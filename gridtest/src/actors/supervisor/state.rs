@@ -14,6 +14,7 @@ use crate::actors::messages::{Incompatible, Lease, LeaseRequest, SweepContext, U
 use crate::actors::wire::{EncodedOnce, Wire};
 use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
+use crate::data::{ListedFile, ShardId};
 use crate::sweep::{Completion, Fleet, Gate, Ledger, WorkerId};
 
 /// State of the [`Supervisor`](super::Supervisor).
@@ -48,6 +49,10 @@ pub struct SupervisorState {
     pub(super) ping_slice: u64,
     /// The process-group scope it serves.
     pub(super) scope: String,
+    /// Each shard's files as the manifest records them.
+    pub(super) shard_files: HashMap<ShardId, Vec<ListedFile>>,
+    /// Per shard, the nodes that do not see its data as recorded, and what each saw.
+    pub(super) data_faults: HashMap<ShardId, std::collections::BTreeMap<String, String>>,
 }
 
 impl SupervisorState {
@@ -297,8 +302,14 @@ impl SupervisorState {
             results,
             evaluations,
             busy_ms,
+            node_fault,
             ..
         } = report;
+        if let Some(fault) = node_fault {
+            self.node_data_fault(&worker, &shard, fault);
+            self.flush_journal();
+            return;
+        }
         let Some(ledger) = self.ledger.as_mut() else {
             return;
         };
@@ -311,6 +322,21 @@ impl SupervisorState {
                 tracing::warn!(%unit, %worker, error = %failure, "unit failed");
                 ledger.fail_unit(unit, &failure)
             }
+        };
+        self.flush_journal();
+        let new = match completion {
+            Completion::Accepted { new, .. } => new,
+            Completion::Duplicate => 0,
+        };
+        let busy = Duration::from_millis(busy_ms);
+        self.fleet
+            .reported(&worker, new, evaluations, busy, Instant::now());
+    }
+
+    /// Hands the cells made final since the last call to the writer, and publishes progress.
+    pub(super) fn flush_journal(&mut self) {
+        let Some(ledger) = self.ledger.as_mut() else {
+            return;
         };
         let journal = ledger.take_journal();
         self.computed += journal.len();
@@ -326,13 +352,6 @@ impl SupervisorState {
             requeued: self.requeued,
             ended: false,
         });
-        let new = match completion {
-            Completion::Accepted { new, .. } => new,
-            Completion::Duplicate => 0,
-        };
-        let busy = Duration::from_millis(busy_ms);
-        self.fleet
-            .reported(&worker, new, evaluations, busy, Instant::now());
     }
 
     /// The heartbeat: nodes silent too long lose their leases; progress is logged.
@@ -406,5 +425,6 @@ fn nodes_line(fleet: &Fleet, elapsed: f64) -> String {
     )
 }
 
+mod data_faults;
 #[cfg(test)]
 mod tests;

@@ -196,3 +196,24 @@ fn several_nodes_per_process_are_for_workers_only() {
     };
     assert_eq!(unset.resolve_with_host("x").unwrap().nodes_per_process, 1);
 }
+
+#[test]
+fn a_node_timeout_shorter_than_two_heartbeats_is_refused() {
+    let worker = |heartbeat_ms, node_timeout_ms| ClusterArgs {
+        role: Some(RoleChoice::Worker),
+        seeds: vec!["h:7000".into()],
+        cookie: Some("c".into()),
+        heartbeat_ms,
+        node_timeout_ms,
+        ..args()
+    };
+    let err = worker(1000, 500).resolve_with_host("w").unwrap_err();
+    assert!(
+        err.starts_with("--node-timeout-ms 500 is less than two heartbeat periods"),
+        "{err}"
+    );
+    assert!(worker(1000, 1999).resolve_with_host("w").is_err());
+    assert!(worker(5, 100).resolve_with_host("w").is_err());
+    let ok = worker(1000, 2000).resolve_with_host("w").unwrap();
+    assert_eq!(ok.node_timeout, Duration::from_secs(2));
+}

@@ -101,6 +101,7 @@ impl Ledger {
             return;
         };
         let shard = entry.unit.shard.clone();
+        let files_digest = entry.unit.files_digest.clone();
         let entry = self.units.get_mut(&id).expect("looked up above");
         let mut unit = entry.unit.clone();
         unit.sets = head;
@@ -114,6 +115,7 @@ impl Ledger {
             id: rest,
             shard,
             sets: tail,
+            files_digest,
         };
         self.add(unit, true);
         if let Some(entry) = self.units.get_mut(&rest) {

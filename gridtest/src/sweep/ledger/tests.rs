@@ -32,6 +32,7 @@ pub(super) fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
                     },
                     count: per_unit as u32,
                 },
+                files_digest: None,
             }
         })
         .collect()
@@ -52,6 +53,7 @@ pub(super) fn constrained(n: i64, count: u32) -> (Grid, WorkUnit) {
         id: UnitId(0),
         shard: shard(),
         sets: SetSpan::Run { first, count },
+        files_digest: None,
     };
     (g, run)
 }

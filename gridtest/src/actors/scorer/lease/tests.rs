@@ -48,6 +48,7 @@ fn unit(id: u32) -> WorkUnit {
         id: UnitId(id),
         shard: Shard::new("S", day, day),
         sets: SetSpan::Run { first, count: 4 },
+        files_digest: None,
     }
 }
 

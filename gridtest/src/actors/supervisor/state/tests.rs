@@ -73,6 +73,7 @@ fn state_over(wait_for_nodes: usize, symbols: [&str; 4]) -> SupervisorState {
                 },
                 count: 2,
             },
+            files_digest: None,
         })
         .collect();
     let context = SweepContext {
@@ -108,6 +109,8 @@ fn state_over(wait_for_nodes: usize, symbols: [&str; 4]) -> SupervisorState {
         queue_delay: crate::progress::LatencyRecorder::default(),
         ping_slice: 0,
         scope: "test".to_owned(),
+        shard_files: HashMap::new(),
+        data_faults: HashMap::new(),
     }
 }
 
@@ -256,6 +259,7 @@ fn a_report_feeds_its_busy_time_per_set_to_the_ledger_and_a_failure_does_not() {
             },
             evaluations: 0,
             busy_ms,
+            node_fault: None,
         }
     };
     let (failed, done) = (
@@ -269,4 +273,54 @@ fn a_report_feeds_its_busy_time_per_set_to_the_ledger_and_a_failure_does_not() {
     // Two sets in half a second: a quarter of a second a set, the tail's pieces sized by it.
     state.on_report(done);
     assert_eq!(busy(&state), Some(0.25));
+}
+
+#[test]
+fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fails_it() {
+    use crate::actors::messages::NodeDataFault;
+    // Units 0 and 2 read shard S, units 1 and 3 shard T; two sets each.
+    let mut state = state_over(1, ["S", "T", "S", "T"]);
+    let granted = |rx: &mut oneshot::Receiver<Wire<Option<Lease>>>| match rx.try_recv() {
+        Ok(Wire(Some(lease))) => lease,
+        other => panic!("no lease: {other:?}"),
+    };
+    let fault = |lease: &Lease, node: &str| UnitReport {
+        sweep_id: lease.sweep_id.clone(),
+        worker: WorkerId::new(node, "0"),
+        unit: lease.unit.id,
+        shard: lease.unit.shard.clone(),
+        results: Err(crate::CellFailure::new(
+            crate::engine::FailureKind::Data,
+            "not as recorded",
+        )),
+        evaluations: 0,
+        busy_ms: 1,
+        node_fault: Some(NodeDataFault {
+            reason: format!("{node}'s listing differs"),
+            listing: Vec::new(),
+        }),
+    };
+    let on_a = granted(&mut ask(&mut state, "a"));
+    let on_b = granted(&mut ask(&mut state, "b"));
+    assert_eq!((on_a.unit.id, on_b.unit.id), (UnitId(0), UnitId(1)));
+    state.on_report(fault(&on_a, "a"));
+    let s = on_a.unit.shard.id();
+    let ledger = state.ledger.as_ref().unwrap();
+    assert!(ledger.is_barred("a", &s));
+    assert_eq!((ledger.failed(), ledger.recorded()), (0, 0), "no cell failed");
+    assert_eq!(ledger.pending(), 3, "unit 0 went back, no attempt counted");
+    // `a` gets T's units only; `b` gets the unit `a` gave back.
+    let next_a = granted(&mut ask(&mut state, "a"));
+    assert_eq!(next_a.unit.shard.symbol(), "T");
+    let next_b = granted(&mut ask(&mut state, "b"));
+    assert_eq!(next_b.unit.id, UnitId(0));
+    // `b` does not see S's data either: no node is left that may read it, and its four cells
+    // fail at once, saying what each node saw.
+    state.on_report(fault(&next_b, "b"));
+    let ledger = state.ledger.as_mut().unwrap();
+    assert_eq!((ledger.failed(), ledger.recorded()), (4, 4));
+    let again = crate::CellFailure::new(crate::engine::FailureKind::Data, "");
+    let failed = ledger.fail_shard(&s, &again);
+    assert_eq!(failed, 0, "nothing of S is left open");
+    assert!(!ledger.is_barred("b", &next_a.unit.shard.id()), "T is still b's to run");
 }

@@ -1,0 +1,186 @@
+//! Nodes that see other data than the sweep recorded: a worker whose mount holds another copy
+//! of the dataset at the same path, and one whose mount is empty, each in a mount namespace of
+//! its own (`unshare`), so that the same path shows each process other files.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gridtest::status::StatusEvent;
+
+use super::{BIN, COOKIE, Cluster, Proc, SPIN, dataset, serial};
+
+/// Whether this machine lets a process see a directory of its own at a path (an unprivileged
+/// user namespace with a mount namespace).
+fn mount_namespaces() -> bool {
+    std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A copy of the cluster dataset with one file of its second symbol replaced by another
+/// symbol's file of the same day (valid Parquet, other bytes); returns the copy and the
+/// replaced file's URL.
+fn other_copy(root: &Path) -> (PathBuf, String) {
+    let copy = root.join("other-copy");
+    copy_dir(dataset(), &copy);
+    let mut symbols: Vec<PathBuf> = std::fs::read_dir(&copy)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    symbols.sort();
+    let day = |symbol: &Path| {
+        let mut days: Vec<PathBuf> = std::fs::read_dir(symbol)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        days.sort();
+        days[0].join("part-0.parquet")
+    };
+    let (victim, donor) = (day(&symbols[1]), day(&symbols[2]));
+    std::fs::copy(&donor, &victim).unwrap();
+    let relative = victim.strip_prefix(&copy).unwrap();
+    let url = url::Url::from_file_path(dataset().join(relative)).unwrap();
+    (copy, url.to_string())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+impl Cluster {
+    /// A worker that sees `view` at the dataset's path (its own mount namespace).
+    fn start_worker_seeing(&mut self, name: &str, view: &Path) {
+        let mut args: Vec<String> = [
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            r#"mount --bind "$1" "$2" && shift 2 && exec "$@""#,
+            "sh",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.push(view.display().to_string());
+        args.push(dataset().display().to_string());
+        args.push(BIN.to_owned());
+        args.extend(self.worker_args(name, COOKIE, &[]));
+        self.workers.push(Proc::spawn_from("unshare", name, &args, SPIN));
+    }
+}
+
+#[test]
+fn workers_that_see_other_data_or_none_are_barred_from_it_and_the_sweep_is_exact() {
+    if !mount_namespaces() {
+        gridtest_tests::skip(
+            "mountns",
+            "workers_that_see_other_data_or_none_are_barred_from_it_and_the_sweep_is_exact",
+            "`unshare --user --map-root-user --mount` is not allowed here",
+        );
+        return;
+    }
+    let _serial = serial();
+    // No work until all three have asked: each of them gets units of every shard.
+    let mut c = Cluster::with_head(&["--wait-for-nodes", "3"]);
+    let (other, changed) = other_copy(c.dir.path());
+    let empty = c.dir.path().join("empty-mount");
+    std::fs::create_dir_all(&empty).unwrap();
+    c.start_worker("w-good", COOKIE, &[]);
+    c.start_worker_seeing("w-other", &other);
+    c.start_worker_seeing("w-blind", &empty);
+    // Every cell, equal to the in-process run's: none came from the other copy.
+    let summary = c.finish();
+    let events = c.head().events();
+    let mismatches: Vec<(String, String, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            StatusEvent::NodeDataMismatch {
+                node,
+                shard,
+                reason,
+                ..
+            } => Some((node.clone(), shard.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect();
+    // w-other: the one shard whose file differs, naming it, and no other shard.
+    let other: Vec<_> = mismatches.iter().filter(|m| m.0 == "w-other").collect();
+    assert_eq!(other.len(), 1, "{mismatches:?}");
+    assert!(
+        other[0].2.starts_with(&format!("{changed}: ")) && other[0].2.contains("in the manifest"),
+        "{:?}",
+        other[0]
+    );
+    // w-blind sees no file at all: barred from every shard it was given.
+    let blind: Vec<_> = mismatches.iter().filter(|m| m.0 == "w-blind").collect();
+    assert!(!blind.is_empty(), "{mismatches:?}");
+    for (_, shard, reason) in &blind {
+        assert!(reason.contains("has no Parquet files"), "{shard}: {reason}");
+    }
+    assert!(
+        mismatches.iter().all(|m| m.0 != "w-good"),
+        "{mismatches:?}"
+    );
+    assert_eq!(summary.nodes.get("w-blind").map_or(0, |n| n.cells), 0);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StatusEvent::ShardUnreadable { .. })),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_shard_no_node_sees_as_recorded_fails_naming_the_node_and_the_file() {
+    if !mount_namespaces() {
+        gridtest_tests::skip(
+            "mountns",
+            "a_shard_no_node_sees_as_recorded_fails_naming_the_node_and_the_file",
+            "`unshare --user --map-root-user --mount` is not allowed here",
+        );
+        return;
+    }
+    let _serial = serial();
+    let mut c = Cluster::with_head(&[]);
+    let (other, changed) = other_copy(c.dir.path());
+    c.start_worker_seeing("w-other", &other);
+    let head = c.head.as_mut().unwrap();
+    let status = head.wait_exit(Duration::from_secs(180));
+    assert_eq!(status.code(), Some(3), "failed cells: exit 3\n{}", head.text());
+    let summary = head.summary();
+    assert_eq!(summary.failed, super::CELLS / 3, "{summary:?}");
+    let events = head.events();
+    let unreadable: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            StatusEvent::ShardUnreadable { reason, cells, .. } => Some((reason.clone(), *cells)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unreadable.len(), 1, "{events:?}");
+    let (reason, cells) = &unreadable[0];
+    assert_eq!(*cells, super::CELLS / 3);
+    assert!(
+        reason.contains(&format!("node w-other: {changed}: ")),
+        "{reason}"
+    );
+    // The failed cells say so in the results, each of them.
+    let results = std::fs::read_to_string(c.dir.path().join("out/results.csv")).unwrap();
+    let failed = results
+        .lines()
+        .filter(|l| l.contains("no node sees the files the sweep recorded"))
+        .count();
+    assert_eq!(failed, super::CELLS / 3, "{results}");
+}
