@@ -197,8 +197,49 @@ fn output_files_are_replaced_all_or_nothing() {
 #[test]
 fn flags_are_refused_rather_than_reinterpreted() {
     let s = Scene::new();
-    let cases: [(&[&str], u8, &str); 7] = [
+    let cases: [(&[&str], u8, &str); 12] = [
         (&["--threads", "0"], exit::FAILURE, "--threads 0"),
+        (
+            &[
+                "--role",
+                "worker",
+                "--seeds",
+                "127.0.0.1:9",
+                "--cookie",
+                "c",
+                "--threads",
+                "0",
+            ],
+            exit::FAILURE,
+            "--threads 0 on a worker means no CPU scorer",
+        ),
+        (
+            &[
+                "--role",
+                "head",
+                "--cookie",
+                "c",
+                "--listen",
+                "127.0.0.1:0",
+                "--heartbeat-ms",
+                "1000",
+                "--node-timeout-ms",
+                "500",
+            ],
+            exit::FAILURE,
+            "--node-timeout-ms 500 is less than two heartbeat periods (--heartbeat-ms 1000)",
+        ),
+        (
+            &["--max-attempts", "1000000"],
+            exit::USAGE,
+            "--max-attempts",
+        ),
+        (&["--max-attempts", "0"], exit::USAGE, "--max-attempts"),
+        (
+            &["--status-file", "/proc/gridtest/status.jsonl"],
+            exit::FAILURE,
+            "--status-file /proc/gridtest/status.jsonl: cannot be written",
+        ),
         (
             &["--threads", "1000000"],
             exit::FAILURE,

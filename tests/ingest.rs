@@ -271,3 +271,195 @@ fn bad_rows_are_named_and_unsorted_input_needs_sort() {
     let summary = runtime().block_on(ingest(&spec(true, &out))).unwrap();
     assert_eq!(summary.rows, 2);
 }
+
+/// A CSV of `symbols` × `days` × `per_day` ticks (one per second from 15:00 UTC).
+fn many_days_csv(path: &Path, symbols: &[&str], days: u32, per_day: usize) {
+    let mut w = csv::Writer::from_path(path).unwrap();
+    w.write_record(["sym", "ts", "price", "size"]).unwrap();
+    let first: chrono::NaiveDate = "2024-01-01".parse().unwrap();
+    for symbol in symbols {
+        for d in 0..days {
+            let day = first + chrono::Days::new(u64::from(d));
+            for i in 0..per_day {
+                let ts = day.and_hms_opt(15, 0, 0).unwrap().and_utc().timestamp() + i as i64;
+                let price = 100.0 + f64::from(d) + i as f64 * 1e-3;
+                w.write_record([
+                    (*symbol).to_owned(),
+                    ts.to_string(),
+                    price.to_string(),
+                    "1".to_owned(),
+                ])
+                .unwrap();
+            }
+        }
+    }
+    w.flush().unwrap();
+}
+
+#[test]
+fn an_ingest_stopped_by_a_full_disk_leaves_the_dataset_as_it_was() {
+    let namespaces = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !namespaces {
+        gridtest_tests::skip(
+            "mountns",
+            "an_ingest_stopped_by_a_full_disk_leaves_the_dataset_as_it_was",
+            "`unshare --user --map-root-user --mount` is not allowed here (a small tmpfs is \
+             the full disk)",
+        );
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let csv = work.path().join("ticks.csv");
+    // 2 symbols × 40 days: 80 partitions of about 10 KiB, on a 256 KiB file system.
+    many_days_csv(&csv, &["AAA", "BBB"], 40, 400);
+    let disk = work.path().join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    // In a mount namespace of its own: mount the small disk, ingest onto it, then count the
+    // Parquet files left there and list the root (the tmpfs vanishes with the namespace).
+    let script = r#"mount -t tmpfs -o size=256k tmpfs "$1" || exit 99
+"$2" ingest "$3" --output "$1/ticks" --symbol-col sym --ts-col ts --ts-unit s --columns price,size
+echo "exit=$?"
+echo "parquet=$(find "$1" -name '*.parquet' | wc -l)"
+echo "root=$(ls -A "$1/ticks" 2>/dev/null | tr '\n' ' ')""#;
+    let o = Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&disk)
+        .arg(gridtest_cli())
+        .arg(&csv)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(out.contains("exit=1\n"), "{out}\n{err}");
+    assert!(
+        err.contains("No space left on device"),
+        "the disk filled: {err}"
+    );
+    assert!(out.contains("parquet=0\n"), "partitions left behind: {out}");
+    assert!(out.contains("root=\n") || out.contains("root= \n"), "{out}");
+    // The same ingest on a disk large enough writes all 80 partitions.
+    let ok = Command::new(gridtest_cli())
+        .arg("ingest")
+        .arg(&csv)
+        .args(["--output", &work.path().join("ticks").display().to_string()])
+        .args(["--symbol-col", "sym", "--ts-col", "ts", "--ts-unit", "s"])
+        .args(["--columns", "price,size"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let report = String::from_utf8_lossy(&ok.stdout);
+    assert!(report.contains("into 80 partitions"), "{report}");
+    let leftovers: Vec<_> = std::fs::read_dir(work.path().join("ticks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('_'))
+        .collect();
+    assert!(leftovers.is_empty(), "staging left: {leftovers:?}");
+}
+
+#[test]
+fn a_symbol_column_is_checked_not_merged_when_a_symbol_is_given() {
+    let work = tempfile::tempdir().unwrap();
+    let csv = work.path().join("two.csv");
+    many_days_csv(&csv, &["AAA", "BBB"], 1, 5);
+    let out = Scratch::new();
+    let o = Command::new(gridtest_cli())
+        .arg("ingest")
+        .arg(&csv)
+        .args(["--output", &out.location(), "--symbol", "AAA"])
+        .args([
+            "--ts-col",
+            "ts",
+            "--ts-unit",
+            "s",
+            "--columns",
+            "price,size",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("two.csv, line 7: the input's symbol column says `BBB`, not `AAA` (--symbol)"),
+        "{err}"
+    );
+    assert!(std::fs::read_dir(out.dir.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn any_symbol_is_written_hive_escaped_and_reads_back_as_itself() {
+    let work = tempfile::tempdir().unwrap();
+    let csv = work.path().join("index.csv");
+    many_days_csv(&csv, &["^GSPC", "A/B"], 2, 50);
+    let out = Scratch::new();
+    let ingest_it = || {
+        Command::new(gridtest_cli())
+            .arg("ingest")
+            .arg(&csv)
+            .args(["--output", &out.location(), "--symbol-col", "sym"])
+            .args([
+                "--ts-col",
+                "ts",
+                "--ts-unit",
+                "s",
+                "--columns",
+                "price,size",
+            ])
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let o = ingest_it();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut dirs: Vec<String> = std::fs::read_dir(out.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs, ["symbol=%5EGSPC", "symbol=A%2FB"]);
+    let dataset = out.dataset(DataKind::Ticks);
+    assert_eq!(
+        runtime().block_on(dataset.symbols()).unwrap(),
+        ["A/B", "^GSPC"]
+    );
+    let reader = ShardReader::try_new(&dataset).unwrap();
+    let shard = Shard::new(
+        "^GSPC",
+        "2024-01-01".parse().unwrap(),
+        "2024-01-02".parse().unwrap(),
+    );
+    assert_eq!(
+        runtime().block_on(reader.load(&shard)).unwrap().n_rows(),
+        100
+    );
+    // A symbol already present under an unescaped name is written there, not beside it.
+    std::fs::rename(
+        out.dir.path().join("symbol=%5EGSPC"),
+        out.dir.path().join("symbol=^GSPC"),
+    )
+    .unwrap();
+    assert!(ingest_it().status.success());
+    assert_eq!(
+        runtime().block_on(dataset.symbols()).unwrap(),
+        ["A/B", "^GSPC"]
+    );
+    assert!(!out.dir.path().join("symbol=%5EGSPC").exists());
+}

@@ -253,6 +253,17 @@ fn a_missing_dataset_says_it_does_not_exist() {
         "{err}"
     );
     assert!(err.to_string().ends_with("it does not exist"), "{err}");
+    // A file given as the dataset says what it is.
+    let file = f.data().join("symbol=S000/date=2024-01-02/part-0.parquet");
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(w1_grid())
+        .data(file.display().to_string());
+    let err = run_with(&sweep, &quiet()).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("it is a file: a dataset is a directory of `symbol=…` partitions"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -12,11 +12,20 @@
 //!   first with `sort`); an error names the input file and line (CSV) or row (Parquet).
 //! * Re-running is idempotent: each partition it writes is replaced as a whole (`part-0.parquet`,
 //!   other Parquet files of that partition removed), with the same bytes for the same input.
+//! * With `--symbol`, an input column named `symbol`, `sym` or `ticker` must hold that symbol on
+//!   every row: an input of several symbols is refused, naming the row, never merged into one.
+//! * All or nothing: every partition is first written to a staging area under the output root
+//!   (`_ingest-…/`, a hidden name no sweep reads), and moved into place only once all of them
+//!   are written; an ingest that fails while writing (a full disk, a store error) removes the
+//!   staging area and leaves the dataset as it was.
+//! * A symbol is written under the directory that already holds it, whatever its spelling, else
+//!   Hive-escaped (`symbol=%5EGSPC` for `^GSPC`; see [`crate::data::encode_partition_value`]).
 
 mod csv_input;
 mod parquet_input;
 mod partitions;
 mod rows;
+mod staging;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -141,11 +150,25 @@ pub async fn ingest(spec: &IngestSpec) -> Result<IngestSummary, IngestError> {
         put_in_order(spec, symbol, rows)?;
     }
     let (store, root) = spec.output.store()?;
-    for (symbol, rows) in &by_symbol {
-        partitions::write_symbol(&spec.output, (&*store, &root), symbol, rows, &mut summary)
-            .await?;
+    let existing = staging::symbol_dirs(&spec.output, &*store, &root).await?;
+    let area = staging::Staging::new(&spec.output, &root)?;
+    let written = async {
+        let mut staged = Vec::new();
+        for (symbol, rows) in &by_symbol {
+            let dir = existing.get(symbol).cloned().unwrap_or_else(|| {
+                format!("symbol={}", crate::data::encode_partition_value(symbol))
+            });
+            let at = (&*store, area.path(), &root);
+            let symbol = (symbol.as_str(), dir.as_str());
+            staged.extend(
+                partitions::stage_symbol(&spec.output, at, symbol, rows, &mut summary).await?,
+            );
+        }
+        partitions::commit(&spec.output, &*store, staged, &mut summary).await
     }
-    Ok(summary)
+    .await;
+    area.remove(&*store).await;
+    written.map(|()| summary)
 }
 
 fn check_settings(spec: &IngestSpec) -> Result<(), IngestError> {
@@ -171,10 +194,10 @@ fn check_settings(spec: &IngestSpec) -> Result<(), IngestError> {
 
 /// Sorts a symbol's rows by time (with `sort`), or rejects the first that goes backwards.
 fn put_in_order(spec: &IngestSpec, symbol: &str, rows: &mut rows::Rows) -> Result<(), IngestError> {
-    if symbol.is_empty() || symbol.contains(['/', '=']) {
-        return Err(IngestError::Settings(format!(
-            "`{symbol}` is not a usable symbol"
-        )));
+    if symbol.is_empty() {
+        return Err(IngestError::Settings(
+            "an empty symbol is not usable".into(),
+        ));
     }
     if spec.sort {
         rows.sort_by_key(|r| r.0);

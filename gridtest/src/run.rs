@@ -319,7 +319,10 @@ fn check_status_file(path: Option<&std::path::Path>) -> Result<()> {
         .open(path)
         .map(drop)
         .map_err(|e| Error::Config {
-            problems: vec![format!("--status-file {}: cannot be written: {e}", path.display())],
+            problems: vec![format!(
+                "--status-file {}: cannot be written: {e}",
+                path.display()
+            )],
         })
 }
 

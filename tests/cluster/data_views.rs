@@ -77,7 +77,8 @@ impl Cluster {
         args.push(dataset().display().to_string());
         args.push(BIN.to_owned());
         args.extend(self.worker_args(name, COOKIE, &[]));
-        self.workers.push(Proc::spawn_from("unshare", name, &args, SPIN));
+        self.workers
+            .push(Proc::spawn_from("unshare", name, &args, SPIN));
     }
 }
 
@@ -129,10 +130,7 @@ fn workers_that_see_other_data_or_none_are_barred_from_it_and_the_sweep_is_exact
     for (_, shard, reason) in &blind {
         assert!(reason.contains("has no Parquet files"), "{shard}: {reason}");
     }
-    assert!(
-        mismatches.iter().all(|m| m.0 != "w-good"),
-        "{mismatches:?}"
-    );
+    assert!(mismatches.iter().all(|m| m.0 != "w-good"), "{mismatches:?}");
     assert_eq!(summary.nodes.get("w-blind").map_or(0, |n| n.cells), 0);
     assert!(
         !events
@@ -158,7 +156,12 @@ fn a_shard_no_node_sees_as_recorded_fails_naming_the_node_and_the_file() {
     c.start_worker_seeing("w-other", &other);
     let head = c.head.as_mut().unwrap();
     let status = head.wait_exit(Duration::from_secs(180));
-    assert_eq!(status.code(), Some(3), "failed cells: exit 3\n{}", head.text());
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "failed cells: exit 3\n{}",
+        head.text()
+    );
     let summary = head.summary();
     assert_eq!(summary.failed, super::CELLS / 3, "{summary:?}");
     let events = head.events();

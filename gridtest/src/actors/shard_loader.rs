@@ -233,8 +233,10 @@ impl Actor for ShardLoader {
                         let e = Arc::new(e);
                         // A store error may pass, and a node's view of the data may be mended
                         // (a mount restored): only errors of the data themselves are kept.
-                        if !matches!(*e, DataError::Store { .. } | DataError::NotAsRecorded { .. })
-                        {
+                        if !matches!(
+                            *e,
+                            DataError::Store { .. } | DataError::NotAsRecorded { .. }
+                        ) {
                             state.failed.insert(key, Arc::clone(&e));
                         }
                         Err(e)

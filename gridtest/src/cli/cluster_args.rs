@@ -238,12 +238,15 @@ impl ClusterArgs {
         let (heartbeat, timeout) = (self.heartbeat_ms, self.node_timeout_ms);
         if heartbeat < MIN_HEARTBEAT_MS {
             return Err(format!(
-                "--heartbeat-ms {heartbeat}: at least {MIN_HEARTBEAT_MS} ms (every node is                  pinged each period)"
+                "--heartbeat-ms {heartbeat}: at least {MIN_HEARTBEAT_MS} ms (every node is \
+                 pinged each period)"
             ));
         }
         if timeout < 2 * heartbeat {
             return Err(format!(
-                "--node-timeout-ms {timeout} is less than two heartbeat periods                  (--heartbeat-ms {heartbeat}): healthy nodes would be declared lost between                  two pings; give at least {}",
+                "--node-timeout-ms {timeout} is less than two heartbeat periods \
+                 (--heartbeat-ms {heartbeat}): healthy nodes would be declared lost between \
+                 two pings; give at least {}",
                 2 * heartbeat
             ));
         }

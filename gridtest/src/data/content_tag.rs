@@ -89,13 +89,9 @@ pub(crate) async fn tag_contents(
                     file: url.clone(),
                     reason,
                 };
-                let path = url::Url::parse(&url)
-                    .ok()
-                    .and_then(|u| u.to_file_path().ok())
-                    .ok_or_else(|| unreadable("not a local file path".to_owned()))?;
+                let path = super::layout::local_path(&object.meta.location);
                 let stat = object.meta.e_tag.take().unwrap_or_default();
-                let tag = content_tag(&path, &stat)
-                    .map_err(|e| unreadable(e.to_string()))?;
+                let tag = content_tag(&path, &stat).map_err(|e| unreadable(e.to_string()))?;
                 object.meta.e_tag = Some(tag);
                 Ok(object)
             })
@@ -152,7 +148,11 @@ pub(crate) fn content_tag(path: &Path, stat: &str) -> std::io::Result<String> {
 fn with_change_time(path: &Path, stat: &str) -> std::io::Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path)?;
-    Ok(format!("{stat} ctime:{}.{:09}", meta.ctime(), meta.ctime_nsec()))
+    Ok(format!(
+        "{stat} ctime:{}.{:09}",
+        meta.ctime(),
+        meta.ctime_nsec()
+    ))
 }
 
 /// The file's version as the cache knows it (no change time on this platform: the ETag).

@@ -100,14 +100,23 @@ mod tests {
         assert_eq!(base.len(), 16);
         assert_ne!(base, files_digest(std::slice::from_ref(&a)));
         assert_ne!(base, files_digest(&[b.clone(), a.clone()]));
-        assert_ne!(base, files_digest(&[a.clone(), file("b.parquet", 20, "sha256:3")]));
+        assert_ne!(
+            base,
+            files_digest(&[a.clone(), file("b.parquet", 20, "sha256:3")])
+        );
         assert_ne!(base, files_digest(&[]));
     }
 
     #[test]
     fn differences_name_each_file() {
-        let recorded = [file("a.parquet", 10, "sha256:1"), file("b.parquet", 20, "sha256:2")];
-        let seen = [file("a.parquet", 11, "sha256:9"), file("c.parquet", 5, "sha256:3")];
+        let recorded = [
+            file("a.parquet", 10, "sha256:1"),
+            file("b.parquet", 20, "sha256:2"),
+        ];
+        let seen = [
+            file("a.parquet", 11, "sha256:9"),
+            file("c.parquet", 5, "sha256:3"),
+        ];
         let text = listing_differences(&recorded, &seen, 10);
         assert_eq!(
             text,

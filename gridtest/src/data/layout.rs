@@ -304,7 +304,8 @@ async fn list_root(
     if dataset.url().scheme() == "file" {
         let root = dataset.url().to_file_path().ok();
         let links = tokio::task::spawn_blocking(move || {
-            root.map(|r| local::dangling_links(&r, 0)).unwrap_or_default()
+            root.map(|r| local::dangling_links(&r, 0))
+                .unwrap_or_default()
         })
         .await
         .unwrap_or_default();
@@ -354,7 +355,7 @@ async fn list_symbols(
             layout.add(dataset, meta, &relative);
         }
         if dataset.url().scheme() == "file" {
-            let path = local::path_of(&dir);
+            let path = local_path(&dir);
             let links = tokio::task::spawn_blocking(move || local::dangling_links(&path, 3))
                 .await
                 .unwrap_or_default();
@@ -381,6 +382,13 @@ fn hides_a_partition(name: &str) -> bool {
 }
 
 mod local;
+
+/// The file system path of a local store's path: the local store's paths are absolute paths
+/// without their leading `/`, each part as the file system names it (never through a URL,
+/// whose decoding would read a directory named `symbol=%5EGSPC` as `symbol=^GSPC`).
+pub(crate) fn local_path(path: &Path) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/{path}"))
+}
 
 /// A strictly parsed `date=` value: exactly `YYYY-MM-DD`, zero-padded, a real date.
 ///

@@ -51,8 +51,29 @@ mod tests {
     #[test]
     fn every_symbol_round_trips() {
         for symbol in [
-            "^GSPC", "Ü1", "|", "%", "%2F", "#", "*", "?", "\\", "{}", "[]", "~", "\"", "<>",
-            "ES=F", "BRK.B", "BF-B", "RDS A", "A:B", "a/b", "tab\there", "100%", "ÅÄÖ/ß",
+            "^GSPC",
+            "Ü1",
+            "|",
+            "%",
+            "%2F",
+            "#",
+            "*",
+            "?",
+            "\\",
+            "{}",
+            "[]",
+            "~",
+            "\"",
+            "<>",
+            "ES=F",
+            "BRK.B",
+            "BF-B",
+            "RDS A",
+            "A:B",
+            "a/b",
+            "tab\there",
+            "100%",
+            "ÅÄÖ/ß",
         ] {
             let encoded = encode_partition_value(symbol);
             assert!(!encoded.contains('/'), "{encoded}");

@@ -119,7 +119,13 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
 pub(super) async fn prefetch(loader: &ActorRef<ShardLoaderMsg>, plan: &Plan, budget: u64) {
     let mut budget = budget;
     let mut prefetch = Vec::new();
-    for ((shard, info), files) in plan.spec.shards.iter().zip(&plan.infos).zip(&plan.shard_files) {
+    for ((shard, info), files) in plan
+        .spec
+        .shards
+        .iter()
+        .zip(&plan.infos)
+        .zip(&plan.shard_files)
+    {
         if let Ok(info) = info
             && info.bytes_in_memory() <= budget
         {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::rows::{Rows, check_values, parse_ts};
+use super::rows::{Rows, check_values, is_symbol_column, other_symbol, parse_ts};
 use super::{IngestError, IngestSpec};
 
 pub(super) fn read_csv(
@@ -39,6 +39,14 @@ pub(super) fn read_csv(
         .map(|c| index(c))
         .collect::<Result<_, _>>()?;
     let symbol = spec.symbol_column.as_deref().map(index).transpose()?;
+    // With --symbol, a symbol column is checked, never silently merged into one symbol.
+    let guard = match (&spec.symbol_column, &spec.symbol) {
+        (None, Some(given)) => headers
+            .iter()
+            .position(is_symbol_column)
+            .map(|c| (c, given.as_str())),
+        _ => None,
+    };
     let kind = spec.output.kind();
     let mut rows = 0;
     for (i, record) in reader.records().enumerate() {
@@ -62,6 +70,11 @@ pub(super) fn read_csv(
             .collect::<Result<_, _>>()
             .map_err(row_err)?;
         check_values(kind, &vals).map_err(row_err)?;
+        if let Some((c, given)) = guard
+            && record[c].trim() != given
+        {
+            return Err(row_err(other_symbol(record[c].trim(), given)));
+        }
         let sym = match symbol {
             Some(c) => record[c].trim().to_owned(),
             None => spec.symbol.clone().unwrap_or_default(),

@@ -10,7 +10,7 @@ use datafusion::arrow::datatypes::{
 };
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::rows::{Rows, check_values, parse_ts};
+use super::rows::{Rows, check_values, is_symbol_column, other_symbol, parse_ts};
 use super::{IngestError, IngestSpec};
 
 fn column<'a>(batch: &'a RecordBatch, name: &str, file: &str) -> Result<&'a ArrayRef, IngestError> {
@@ -109,9 +109,19 @@ impl BatchColumns {
                 .map_err(|e| read_err(format!("column `{name}`: {e}")))?;
             values.push(c.as_primitive::<Float64Type>().clone());
         }
-        let symbols = match &spec.symbol_column {
+        // With --symbol, a column named `symbol` is read too, to be checked.
+        let name = match &spec.symbol_column {
+            Some(name) => Some(name.clone()),
+            None => batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .find(|n| is_symbol_column(n)),
+        };
+        let symbols = match name {
             Some(name) => Some(
-                cast(column(batch, name, file)?, &DataType::Utf8)
+                cast(column(batch, &name, file)?, &DataType::Utf8)
                     .map_err(|e| read_err(e.to_string()))?,
             ),
             None => None,
@@ -170,9 +180,16 @@ pub(super) fn read_parquet(
                 .collect::<Result<_, _>>()
                 .map_err(row_err)?;
             check_values(kind, &vals).map_err(row_err)?;
-            let sym = match &symbols {
-                Some(s) => s.as_string::<i32>().value(i).trim().to_owned(),
-                None => spec.symbol.clone().unwrap_or_default(),
+            let sym = match (&symbols, &spec.symbol) {
+                (Some(s), Some(given)) => {
+                    let found = s.as_string::<i32>().value(i).trim();
+                    if found != given {
+                        return Err(row_err(other_symbol(found, given)));
+                    }
+                    given.clone()
+                }
+                (Some(s), None) => s.as_string::<i32>().value(i).trim().to_owned(),
+                (None, given) => given.clone().unwrap_or_default(),
             };
             out.entry(sym).or_default().push((t, row.clone(), vals));
         }

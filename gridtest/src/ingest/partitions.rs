@@ -1,4 +1,5 @@
-//! Writing one symbol's rows as whole `symbol=S/date=D/part-0.parquet` partitions.
+//! Writing one symbol's rows as whole `symbol=S/date=D/part-0.parquet` partitions: first to a
+//! staging area, then moved into place once every partition of the ingest is written.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,15 +20,30 @@ fn utc_date(ns: i64) -> NaiveDate {
     DateTime::<Utc>::from_timestamp_nanos(ns).date_naive()
 }
 
-/// Writes `rows` (sorted by time, not empty) of `symbol` under `root`, a partition per UTC date,
-/// each replacing whatever Parquet files the partition held.
-pub(super) async fn write_symbol(
+/// A partition written to the staging area, to be moved into place.
+pub(super) struct Staged {
+    /// Where it was written.
+    from: ObjectPath,
+    /// Its partition directory in the dataset.
+    dir: ObjectPath,
+}
+
+/// `parent/part` without re-encoding `part` (an object store's `join` would escape the `%` of
+/// a Hive-escaped symbol a second time).
+pub(super) fn child(parent: &ObjectPath, part: &str) -> Result<ObjectPath, IngestError> {
+    ObjectPath::parse(format!("{parent}/{part}"))
+        .map_err(|e| IngestError::Settings(format!("`{part}` cannot name an object: {e}")))
+}
+
+/// Writes `rows` (sorted by time, not empty) of `symbol` to the staging area, a partition per
+/// UTC date under `symbol_dir` (the symbol's directory name); returns what to move into place.
+pub(super) async fn stage_symbol(
     output: &Dataset,
-    (store, root): (&dyn ObjectStore, &ObjectPath),
-    symbol: &str,
+    (store, staging, root): (&dyn ObjectStore, &ObjectPath, &ObjectPath),
+    (symbol, symbol_dir): (&str, &str),
     rows: &[Row],
     summary: &mut IngestSummary,
-) -> Result<(), IngestError> {
+) -> Result<Vec<Staged>, IngestError> {
     let mut days: BTreeMap<NaiveDate, Vec<&Row>> = BTreeMap::new();
     for r in rows {
         days.entry(utc_date(r.0)).or_default().push(r);
@@ -41,19 +57,45 @@ pub(super) async fn write_symbol(
             last: DateTime::<Utc>::from_timestamp_nanos(rows[rows.len() - 1].0).to_rfc3339(),
         },
     );
+    let mut staged = Vec::with_capacity(days.len());
     for (date, day) in days {
         let batch = day_batch(output, symbol, date, &day)?;
-        let dir = root
-            .clone()
-            .join(format!("symbol={symbol}"))
-            .join(format!("date={date}"));
-        let target = dir.clone().join("part-0.parquet");
+        let partition = format!("{symbol_dir}/date={date}");
+        let from = child(staging, &format!("{partition}/{PART}"))?;
+        write_parquet(store, output, &from, &batch).await?;
+        staged.push(Staged {
+            from,
+            dir: child(root, &partition)?,
+        });
+    }
+    Ok(staged)
+}
+
+/// Moves staged partitions into place, each replacing whatever Parquet files its partition
+/// held (a rename: no data is written here).
+pub(super) async fn commit(
+    output: &Dataset,
+    store: &dyn ObjectStore,
+    staged: Vec<Staged>,
+    summary: &mut IngestSummary,
+) -> Result<(), IngestError> {
+    for Staged { from, dir } in staged {
+        let target = child(&dir, PART)?;
+        store
+            .rename(&from, &target)
+            .await
+            .map_err(|source| DataError::Store {
+                url: output.object_url(&target),
+                source,
+            })?;
         summary.removed += remove_stale(output, store, &dir, &target).await?;
-        write_parquet(store, output, &target, &batch).await?;
         summary.partitions += 1;
     }
     Ok(())
 }
+
+/// The file each partition is written as.
+const PART: &str = "part-0.parquet";
 
 fn day_batch(
     output: &Dataset,

@@ -12,6 +12,22 @@ pub(super) type Row = (i64, String, Vec<f64>);
 /// Rows of one symbol.
 pub(super) type Rows = Vec<Row>;
 
+/// The columns a `--symbol` ingest checks rather than ignores: named `symbol`, `sym` or
+/// `ticker` (any case). Their every value must be the symbol given.
+pub(super) fn is_symbol_column(name: &str) -> bool {
+    ["symbol", "sym", "ticker"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// A row of an input with a `symbol` column that names another symbol than `--symbol`.
+pub(super) fn other_symbol(found: &str, given: &str) -> String {
+    format!(
+        "the input's symbol column says `{found}`, not `{given}` (--symbol): give --symbol-col \
+         to write each of its symbols as its own, or an input of `{given}` only"
+    )
+}
+
 pub(super) fn parse_ts(text: &str, format: &TsFormat) -> Result<i64, String> {
     let text = text.trim();
     let nanos = |dt: DateTime<Utc>| {

@@ -12,9 +12,9 @@ use super::{SupervisorOutcome, SupervisorTiming};
 use crate::actors::ledger_writer::LedgerWriterMsg;
 use crate::actors::messages::{Incompatible, Lease, LeaseRequest, SweepContext, UnitReport};
 use crate::actors::wire::{EncodedOnce, Wire};
+use crate::data::{ListedFile, ShardId};
 use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgress};
 use crate::status::{StatusEvent, StatusLog};
-use crate::data::{ListedFile, ShardId};
 use crate::sweep::{Completion, Fleet, Gate, Ledger, WorkerId};
 
 /// State of the [`Supervisor`](super::Supervisor).

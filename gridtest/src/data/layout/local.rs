@@ -13,12 +13,6 @@ pub(super) struct DanglingLink {
     pub(super) target: PathBuf,
 }
 
-/// The file system path of a local store's path (the local store's paths are absolute
-/// paths without their leading `/`, each part as the file system names it).
-pub(super) fn path_of(path: &object_store::path::Path) -> PathBuf {
-    PathBuf::from(format!("/{path}"))
-}
-
 /// The dangling links in `dir` and, `depth` levels down, in its (not hidden) directories,
 /// sorted by path.
 pub(super) fn dangling_links(dir: &std::path::Path, depth: usize) -> Vec<DanglingLink> {

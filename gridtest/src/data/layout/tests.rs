@@ -4,7 +4,7 @@ fn date(s: &str) -> NaiveDate {
     s.parse().unwrap()
 }
 
-fn verdict(path: &str) -> Verdict<'_> {
+fn verdict(path: &str) -> Verdict {
     classify(&path.split('/').collect::<Vec<_>>())
 }
 

@@ -1,6 +1,8 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::data::Shard;
+use crate::engine::CellFailure;
 use crate::metrics::Metrics;
 use crate::params::{Grid, SetPlace};
 use crate::sweep::FailureKind;

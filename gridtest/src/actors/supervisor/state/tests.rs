@@ -307,7 +307,11 @@ fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fai
     let s = on_a.unit.shard.id();
     let ledger = state.ledger.as_ref().unwrap();
     assert!(ledger.is_barred("a", &s));
-    assert_eq!((ledger.failed(), ledger.recorded()), (0, 0), "no cell failed");
+    assert_eq!(
+        (ledger.failed(), ledger.recorded()),
+        (0, 0),
+        "no cell failed"
+    );
     assert_eq!(ledger.pending(), 3, "unit 0 went back, no attempt counted");
     // `a` gets T's units only; `b` gets the unit `a` gave back.
     let next_a = granted(&mut ask(&mut state, "a"));
@@ -322,5 +326,8 @@ fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fai
     let again = crate::CellFailure::new(crate::engine::FailureKind::Data, "");
     let failed = ledger.fail_shard(&s, &again);
     assert_eq!(failed, 0, "nothing of S is left open");
-    assert!(!ledger.is_barred("b", &next_a.unit.shard.id()), "T is still b's to run");
+    assert!(
+        !ledger.is_barred("b", &next_a.unit.shard.id()),
+        "T is still b's to run"
+    );
 }
