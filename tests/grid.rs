@@ -183,3 +183,57 @@ fn a_choice_that_is_not_a_variant_is_refused_with_the_choices() {
         other => panic!("expected NotAChoice, got {other:?}"),
     }
 }
+
+#[test]
+fn a_grid_past_the_planning_limit_is_refused_at_once() {
+    // 200 000 × 100 000 = 2·10¹⁰ combinations, both axes constrained.
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(
+            Grid::new()
+                .axis("fast", 1..=200_000_i64)
+                .axis("slow", 1..=100_000_i64)
+                .constrain("fast < slow"),
+        )
+        .data(w1_smoke().0.display().to_string());
+    let started = std::time::Instant::now();
+    let text = problems(&sweep);
+    assert!(
+        text.contains(
+            "the grid has 20000000000 combinations (fast 200000 × slow 100000), more than the \
+             4294967296 a sweep plans"
+        ),
+        "{text}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let err = run_with(&sweep, &quiet()).unwrap_err();
+    assert!(matches!(err, gridtest::Error::InvalidSweep { .. }), "{err}");
+}
+
+#[test]
+fn a_signal_while_a_large_grid_is_planned_stops_it_at_once() {
+    // 4·10⁸ combinations to count over the constrained plane (seconds), under the limit.
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(
+            Grid::new()
+                .axis("fast", 1..=20_000_i64)
+                .axis("slow", 1..=20_000_i64)
+                .constrain("fast < slow"),
+        )
+        .data(w1_smoke().0.display().to_string());
+    let opts = quiet();
+    let cancel = opts.cancel.clone();
+    let started = std::time::Instant::now();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        cancel.cancel();
+    });
+    let err = run_with(&sweep, &opts).unwrap_err();
+    stopper.join().unwrap();
+    assert!(matches!(err, gridtest::Error::InterruptedPlanning), "{err}");
+    assert_eq!(err.exit_code(), gridtest::exit::INTERRUPTED);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "stopped after {:?}",
+        started.elapsed()
+    );
+}

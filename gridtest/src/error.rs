@@ -129,6 +129,10 @@ pub enum Error {
         /// Whether the final cells are in a persisted ledger.
         persisted: bool,
     },
+    /// The sweep was stopped (SIGTERM, SIGINT, or its cancellation token) while it was being
+    /// planned: nothing was computed or persisted.
+    #[error("interrupted while the sweep was being planned: nothing was computed")]
+    InterruptedPlanning,
     /// A submitted sweep was refused or failed on the cluster, or the head was lost.
     #[error("submission: {0}")]
     Submission(String),
@@ -211,7 +215,7 @@ impl Error {
             Self::FailedCells { .. } => exit::FAILED_CELLS,
             Self::NotPersisted { .. } => exit::NOT_PERSISTED,
             Self::ReplayMismatch { .. } => exit::REPLAY_MISMATCH,
-            Self::Interrupted { .. } => exit::INTERRUPTED,
+            Self::Interrupted { .. } | Self::InterruptedPlanning => exit::INTERRUPTED,
             _ => exit::FAILURE,
         }
     }

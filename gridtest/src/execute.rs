@@ -184,7 +184,17 @@ async fn compute(
     } else {
         setup.scorers.max(1)
     };
-    let planned = units::plan_units(&plan, done, opts.unit_evals, parallelism)?;
+    let (units_expected, evaluations) = units::count_units(&plan, opts.unit_evals, parallelism);
+    tracing::info!(
+        param_sets = plan.n_sets,
+        shards = plan.spec.shards.len(),
+        cells = plan.n_sets.saturating_mul(plan.spec.shards.len()),
+        evaluations,
+        units = units_expected,
+        resumed = done.len(),
+        "cutting the sweep into units (a signal stops it)"
+    );
+    let planned = units::plan_units(&plan, done, (opts.unit_evals, parallelism), &opts.cancel)?;
     opts.progress.publish_plan(planned.snapshot(&plan));
     let load = plan.started.elapsed();
     tracing::info!(
@@ -389,8 +399,16 @@ fn output_error(path: &std::path::Path, e: impl std::fmt::Display) -> Error {
 /// [`Error::InvalidSweep`] before anything runs, [`Error::Data`] when the dataset cannot be
 /// listed, [`Error::Actors`] if the actor system fails.
 pub async fn run_sweep(sweep: &Sweep, opts: &RunOptions) -> Result<SweepResults> {
-    let planned = plan(sweep).await?;
+    let planned = plan_or_cancel(sweep, &opts.cancel).await?;
     execute(planned, opts, local_setup(opts)).await
+}
+
+/// Plans `sweep` unless `cancel` fires first (a signal while a large dataset is listed).
+pub(crate) async fn plan_or_cancel(sweep: &Sweep, cancel: &CancellationToken) -> Result<Plan> {
+    tokio::select! {
+        planned = plan::plan_with(sweep, cancel) => planned,
+        () = cancel.cancelled() => Err(Error::InterruptedPlanning),
+    }
 }
 
 /// This process alone: `opts.threads` scorers, no network.

@@ -6,6 +6,7 @@
 //! every process and in every run, whatever order the values were given in.
 
 mod constraint;
+mod count;
 mod expand;
 mod grid;
 mod sample;
@@ -23,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 pub use constraint::{CmpOp, Constraint, Operand};
 pub use expand::{GridIter, GridSlice, SetExpander};
-pub use grid::{Axis, Grid, GridError, GridProblem};
+pub use grid::{Axis, Grid, GridError, GridProblem, MAX_COMBINATIONS};
 pub use sample::Sample;
 pub use subset::Subset;
 pub use value::{ParamKind, ParamValue};

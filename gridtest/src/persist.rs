@@ -45,6 +45,28 @@ pub enum PersistError {
         /// Why.
         reason: String,
     },
+    /// A sweep's lease expires further ahead than any holder writes it (its TTL and a minute
+    /// of clock skew): a clock far ahead, or a lease left by a run that crashed on another host.
+    /// Waiting for it could take forever, so the run stops and says how to clear it.
+    #[error(
+        "sweep lease {url} is held by node {node} on host {host} (pid {pid}) until {expires}, \
+         more than {ttl_s} s ahead: that host's clock is ahead, or a run there crashed and left \
+         it. If no run of this sweep is alive, delete {url} and start again"
+    )]
+    LeaseFromTheFuture {
+        /// The lease object.
+        url: String,
+        /// Its holder's node name.
+        node: String,
+        /// Its holder's host.
+        host: String,
+        /// Its holder's process id.
+        pid: u32,
+        /// Its expiry (RFC 3339).
+        expires: String,
+        /// The lease's time to live, seconds.
+        ttl_s: u64,
+    },
     /// The results root does not accept writes (checked before a sweep relies on it).
     #[error("cannot write {root}: the results root does not accept writes: {reason}")]
     Unwritable {

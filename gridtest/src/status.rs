@@ -305,10 +305,8 @@ pub fn read(path: &Path) -> std::io::Result<Vec<StatusRecord>> {
 mod tests {
     use super::*;
 
-    /// Every event survives the file: written as a line, read back equal (no field of the
-    /// record collides with a field of an event).
-    #[test]
-    fn every_event_reads_back_as_written() {
+    /// One event of each kind.
+    fn every_kind_of_event() -> Vec<StatusEvent> {
         let id: SweepId = "0123456789abcdef".parse().unwrap();
         let ms = std::time::Duration::from_millis;
         let stats = NodeStats {
@@ -386,6 +384,14 @@ mod tests {
                 ledger: LedgerStats::default(),
             })),
         ];
+        events
+    }
+
+    /// Every event survives the file: written as a line, read back equal (no field of the
+    /// record collides with a field of an event).
+    #[test]
+    fn every_event_reads_back_as_written() {
+        let events = every_kind_of_event();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("status.jsonl");
         let log = StatusLog::to_file(&path, "head");

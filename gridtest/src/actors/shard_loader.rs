@@ -127,6 +127,56 @@ impl ShardLoaderState {
         }
     }
 
+    /// Answers a request: from the cache, with a remembered error, with a read running for it,
+    /// or with a read started now.
+    fn get(&mut self, myself: &ActorRef<ShardLoaderMsg>, request: ShardRequest, reply: Reply) {
+        let ShardRequest {
+            dataset,
+            shard,
+            files_digest,
+        } = request;
+        let key = (dataset.url().to_string(), shard.id(), files_digest.clone());
+        if let Some(data) = self.cache.get(&key).cloned() {
+            self.stats.shared += 1;
+            self.touch(&key);
+            let _ = reply.send(Ok(ShardHandle::Loaded(data)));
+            return;
+        }
+        if let Some(err) = self.failed.get(&key) {
+            let _ = reply.send(Err(Arc::clone(err)));
+            return;
+        }
+        if let Some(waiters) = self.waiting.get_mut(&key) {
+            self.stats.shared += 1;
+            waiters.push(reply);
+            return;
+        }
+        let reader = match self.reader(&dataset) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = reply.send(Err(Arc::new(e)));
+                return;
+            }
+        };
+        self.waiting.insert(key.clone(), vec![reply]);
+        let (budget, myself) = (self.budget, myself.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            // A panic in a reader must not leave the waiters hanging.
+            let read = read(reader, &shard, files_digest.as_deref(), budget);
+            let result = std::panic::AssertUnwindSafe(read)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| {
+                    Err(DataError::Unreadable {
+                        file: shard.to_string(),
+                        reason: "the reader panicked".to_owned(),
+                    })
+                });
+            let _ = myself.cast(ShardLoaderMsg::Loaded(key, result, started.elapsed()));
+        });
+    }
+
     fn reader(&mut self, dataset: &Dataset) -> Result<Arc<ShardReader>, DataError> {
         let url = dataset.url().to_string();
         if let Some(r) = self.readers.get(&url) {
@@ -170,49 +220,7 @@ impl Actor for ShardLoader {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ShardLoaderMsg::Get(request, reply) => {
-                let ShardRequest {
-                    dataset,
-                    shard,
-                    files_digest,
-                } = request;
-                let key = (dataset.url().to_string(), shard.id(), files_digest.clone());
-                if let Some(data) = state.cache.get(&key).cloned() {
-                    state.stats.shared += 1;
-                    state.touch(&key);
-                    let _ = reply.send(Ok(ShardHandle::Loaded(data)));
-                } else if let Some(err) = state.failed.get(&key) {
-                    let _ = reply.send(Err(Arc::clone(err)));
-                } else if let Some(waiters) = state.waiting.get_mut(&key) {
-                    state.stats.shared += 1;
-                    waiters.push(reply);
-                } else {
-                    let reader = match state.reader(&dataset) {
-                        Ok(r) => r,
-                        Err(e) => {
-                            let _ = reply.send(Err(Arc::new(e)));
-                            return Ok(());
-                        }
-                    };
-                    state.waiting.insert(key.clone(), vec![reply]);
-                    let budget = state.budget;
-                    tokio::spawn(async move {
-                        let started = Instant::now();
-                        // A panic in a reader must not leave the waiters hanging.
-                        let read = read(reader, &shard, files_digest.as_deref(), budget);
-                        let result = std::panic::AssertUnwindSafe(read)
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|_| {
-                                Err(DataError::Unreadable {
-                                    file: shard.to_string(),
-                                    reason: "the reader panicked".to_owned(),
-                                })
-                            });
-                        let _ = myself.cast(ShardLoaderMsg::Loaded(key, result, started.elapsed()));
-                    });
-                }
-            }
+            ShardLoaderMsg::Get(request, reply) => state.get(&myself, request, reply),
             ShardLoaderMsg::Cached(reply) => {
                 let _ = reply.send(state.lru.iter().map(|k| k.1.clone()).collect());
             }

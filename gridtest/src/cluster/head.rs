@@ -9,7 +9,7 @@ use super::sessions::{SessionChange, Sessions};
 use crate::actors::SupervisorTiming;
 use crate::actors::messages::{SCOPE, SUPERVISORS, SupervisorMsg};
 use crate::error::{Error, Result};
-use crate::execute::{NodeSetup, RunOptions, execute, plan, run_halving};
+use crate::execute::{NodeSetup, RunOptions, execute, plan_or_cancel, run_halving};
 use crate::status::{StatusEvent, StatusLog};
 use crate::storage::Location;
 use crate::sweep::{Halving, HalvingReport, Sweep, SweepResults};
@@ -32,7 +32,7 @@ pub async fn run_head(
     config: &ClusterConfig,
 ) -> Result<SweepResults> {
     let events = start_network(config, &opts.status).await?;
-    let planned = plan(sweep).await;
+    let planned = plan_or_cancel(sweep, &opts.cancel).await;
     let out = match planned {
         Ok(planned) => execute(planned, opts, head_setup(opts, config)).await,
         Err(e) => Err(e),

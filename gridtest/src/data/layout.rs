@@ -15,7 +15,7 @@
 //! | a symbolic link whose target does not exist (local datasets) | **problem** |
 //! | any other file (`manifest.json`, `README.md`, `part-0.csv`) | ignored |
 //!
-//! A `symbol=` value is percent-decoded as Hive writes it ([`super::partition_value`]): any
+//! A `symbol=` value is percent-decoded as Hive writes it ([`super::decode_partition_value`]): any
 //! symbol name round-trips, `symbol=%5EGSPC` and an unescaped `symbol=^GSPC` both being `^GSPC`.
 //! A symbol's directory is always the one the listing found, never a name rebuilt from the
 //! symbol, so no spelling is lost between listing and reading.
@@ -265,6 +265,8 @@ async fn list_root(
             reason,
         };
         match name.strip_prefix("symbol=") {
+            // Hidden names at the root are the planner's.
+            _ if is_hidden(&name) && !report => {}
             _ if hides_a_partition(&name) => {
                 layout.problems.push(problem(format!(
                     "`{name}` is a partition hidden by its leading `{}`: nothing under it is \
@@ -272,14 +274,10 @@ async fn list_root(
                     &name[..1]
                 )));
             }
-            _ if is_hidden(&name) => {
-                if report {
-                    layout.ignored.push(IgnoredObject {
-                        url,
-                        reason: HIDDEN.to_owned(),
-                    });
-                }
-            }
+            _ if is_hidden(&name) => layout.ignored.push(IgnoredObject {
+                url,
+                reason: HIDDEN.to_owned(),
+            }),
             Some(raw) if !raw.is_empty() => match decode_partition_value(raw) {
                 None if report => layout.problems.push(problem(UNDECODABLE.to_owned())),
                 None => {}
@@ -301,27 +299,34 @@ async fn list_root(
             _ => {}
         }
     }
-    if dataset.url().scheme() == "file" {
-        let root = dataset.url().to_file_path().ok();
-        let links = tokio::task::spawn_blocking(move || {
-            root.map(|r| local::dangling_links(&r, 0))
-                .unwrap_or_default()
-        })
-        .await
-        .unwrap_or_default();
-        for link in links {
-            let symbol = link
-                .name
-                .strip_prefix("symbol=")
-                .and_then(decode_partition_value);
-            // A broken link of a symbol not wanted, or of any other name, is the planner's.
-            if report || symbol.is_some_and(|s| is_wanted(&s)) {
-                layout.add_dangling(link);
-            }
-        }
-    }
+    root_links(dataset, layout, |name| {
+        // A broken link of a symbol not wanted, or of any other name, is the planner's.
+        let symbol = name
+            .strip_prefix("symbol=")
+            .and_then(decode_partition_value);
+        report || symbol.is_some_and(|s| is_wanted(&s))
+    })
+    .await;
     symbols.retain(|symbol, _| is_wanted(symbol));
     Ok(symbols)
+}
+
+/// A local root's dangling links (the store lists none of them) whose names `wanted` accepts,
+/// as problems.
+async fn root_links(dataset: &Dataset, layout: &mut Layout, wanted: impl Fn(&str) -> bool) {
+    if dataset.url().scheme() != "file" {
+        return;
+    }
+    let root = dataset.url().to_file_path().ok();
+    let links = tokio::task::spawn_blocking(move || {
+        root.map(|r| local::dangling_links(&r, 0))
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap_or_default();
+    for link in links.into_iter().filter(|l| wanted(&l.name)) {
+        layout.add_dangling(link);
+    }
 }
 
 /// Lists each symbol's directory recursively; for a local dataset, finds the symbolic links

@@ -66,13 +66,7 @@ pub(super) async fn run_actors(
             wait_for_nodes: opts.wait_for_nodes,
             status: opts.status.clone(),
             scope: scope.clone(),
-            shard_files: plan
-                .spec
-                .shards
-                .iter()
-                .map(crate::data::Shard::id)
-                .zip(plan.shard_files.iter().cloned())
-                .collect(),
+            shard_files: shard_files(plan),
         },
     )
     .await
@@ -112,6 +106,18 @@ pub(super) async fn run_actors(
         let _ = task.await;
     }
     outcome
+}
+
+/// Each shard's files as the manifest records them, by shard.
+fn shard_files(
+    plan: &Plan,
+) -> std::collections::HashMap<crate::data::ShardId, Vec<crate::data::ListedFile>> {
+    plan.spec
+        .shards
+        .iter()
+        .map(crate::data::Shard::id)
+        .zip(plan.shard_files.iter().cloned())
+        .collect()
 }
 
 /// Starts this node's agent (and its scorers); stops `supervisor` if it cannot.

@@ -1,6 +1,7 @@
 //! What a sweep will cost, before it runs (`--dry-run`): the dataset listed and every shard's
-//! footers read as for a run, the grid counted, the work cut into units, and the engine timed
-//! on the smallest shard with a few of the grid's sets to extrapolate the time.
+//! footers read as for a run, the grid counted, the units the work would be cut into counted
+//! (without walking the grid: a dry run of 10¹⁰ sets answers at once), and the engine timed on
+//! the smallest shard with a few of the grid's sets to extrapolate the time.
 
 use std::time::Instant;
 
@@ -8,7 +9,7 @@ use serde::Serialize;
 
 use super::RunOptions;
 use super::plan::plan;
-use super::units::plan_units;
+use super::units::count_units;
 use crate::data::{ShardInfo, ShardReader};
 use crate::error::Result;
 use crate::sweep::{CellOutcome, Sweep, SweepId};
@@ -90,12 +91,7 @@ pub struct MemoryEstimate {
 pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate> {
     let plan = plan(sweep).await?;
     let threads = opts.threads.max(1);
-    let planned = plan_units(
-        &plan,
-        std::collections::BTreeMap::new(),
-        opts.unit_evals,
-        threads,
-    )?;
+    let (units, evaluations) = count_units(&plan, opts.unit_evals, threads);
     let readable: Vec<&ShardInfo> = plan.infos.iter().filter_map(|i| i.as_ref().ok()).collect();
     let unreadable_shards = plan
         .spec
@@ -126,7 +122,7 @@ pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate>
     let calibration = calibrate(&plan, &readable).await;
     let estimated_seconds = calibration
         .as_ref()
-        .map(|c| planned.evaluations as f64 / c.evaluations_per_second.max(1.0) / threads as f64);
+        .map(|c| evaluations as f64 / c.evaluations_per_second.max(1.0) / threads as f64);
     Ok(SweepEstimate {
         sweep_id: plan.spec.id(),
         strategy: plan.strategy.name.to_owned(),
@@ -136,8 +132,8 @@ pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate>
         shard_names: plan.spec.shards.iter().map(ToString::to_string).collect(),
         unreadable_shards,
         cells,
-        units: planned.units.len(),
-        evaluations: planned.evaluations,
+        units,
+        evaluations,
         events: readable.iter().map(|i| i.n_rows()).sum(),
         threads,
         calibration,

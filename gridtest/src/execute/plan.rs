@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use futures::future::join_all;
+use tokio_util::sync::CancellationToken;
 
 use ractor::ActorRef;
 
@@ -48,6 +49,11 @@ impl std::fmt::Debug for Plan {
 
 /// Lists the dataset, plans the shards, expands the grid and checks every shard's footers.
 pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
+    plan_with(sweep, &CancellationToken::new()).await
+}
+
+/// As [`plan`]; `cancel` stops the count of the grid (on its own thread) at once.
+pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Result<Plan> {
     sweep.validate()?;
     let started = Instant::now();
     let strategy = *sweep.strategy();
@@ -73,7 +79,13 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
     } else {
         data.shards
     };
-    let n_sets = sweep.grid_ref().len();
+    // Counting walks the constrained axes' combinations (up to billions): off the async
+    // threads, so that a signal stops the planning at once.
+    let (grid, stop) = (sweep.grid_ref().clone(), cancel.clone());
+    let n_sets = tokio::task::spawn_blocking(move || grid.len_while(|| !stop.is_cancelled()))
+        .await
+        .map_err(|e| crate::Error::actors("counting the grid", e))?
+        .ok_or(crate::Error::InterruptedPlanning)?;
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
         param_sets = n_sets, cells = shards.len() * n_sets, "sweep planned");
     let reader = ShardReader::try_new(&dataset)?;

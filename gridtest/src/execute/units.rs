@@ -33,13 +33,35 @@ impl Planned {
     }
 }
 
+/// Sets walked between two looks at the cancellation token: a signal stops the planning of a
+/// huge grid within a fraction of a second.
+pub(super) const CANCEL_CHECK_SETS: u64 = 1 << 18;
+
+/// How many units [`plan_units`] would cut `plan` into with nothing resumed, and the
+/// evaluations they cost, without walking the grid (what a dry run reports).
+pub(super) fn count_units(plan: &Plan, unit_evals: u64, parallelism: usize) -> (usize, u64) {
+    let mut units = 0;
+    let mut evaluations = 0u64;
+    for info in &plan.infos {
+        let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
+        let chunk = chunk_size(plan.n_sets, rows, unit_evals, parallelism).max(1);
+        units += plan.n_sets.div_ceil(chunk);
+        evaluations = evaluations.saturating_add(rows.saturating_mul(plan.n_sets as u64));
+    }
+    (units, evaluations)
+}
+
 /// The units of `plan` that `done` (cells read back from the persisted ledger) does not cover.
 /// Cells of `done` that are not part of this plan are dropped.
+///
+/// # Errors
+/// [`Error::InterruptedPlanning`] when `cancel` fires while the grid is walked (checked every
+/// [`CANCEL_CHECK_SETS`] sets), [`Error::Config`] for more units than ids.
 pub(super) fn plan_units(
     plan: &Plan,
     mut done: BTreeMap<CellKey, CellOutcome>,
-    unit_evals: u64,
-    parallelism: usize,
+    (unit_evals, parallelism): (u64, usize),
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Planned> {
     let n_sets = plan.n_sets;
     // A grid that keeps a list of positions (a rung of successive halving) gets units that list
@@ -89,6 +111,9 @@ pub(super) fn plan_units(
         };
         let mut cut = UnitCutter::new(chunk, listed);
         for (index, (position, final_already)) in (0u64..).zip(sets) {
+            if index % CANCEL_CHECK_SETS == 0 && cancel.is_cancelled() {
+                return Err(Error::InterruptedPlanning);
+            }
             if final_already {
                 cut.close();
             } else {

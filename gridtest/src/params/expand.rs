@@ -124,6 +124,9 @@ fn compare(a: &ParamValue, b: &ParamValue) -> Option<std::cmp::Ordering> {
     }
 }
 
+/// Positions a count walks between two calls of its `keep_going`.
+const COUNT_CHECK_EVERY: u64 = 1 << 18;
+
 /// Parameter sets of a range of positions of a [`Grid`], with their positions; see
 /// [`Grid::slice`].
 #[derive(Debug)]
@@ -157,12 +160,29 @@ impl GridSlice {
     }
 
     /// Counts the accepted positions left, without building any set.
-    pub(super) fn count_accepted(mut self) -> u64 {
+    pub(super) fn count_accepted(self) -> u64 {
+        self.count_accepted_while(&|| true)
+            .expect("a count that is never stopped ends")
+    }
+
+    /// As [`GridSlice::count_accepted`], asking `keep_going` every [`COUNT_CHECK_EVERY`]
+    /// positions: `None` as soon as it says no.
+    pub(super) fn count_accepted_while(mut self, keep_going: &dyn Fn() -> bool) -> Option<u64> {
+        let Some(c) = self.compiled.as_ref() else {
+            return Some(0);
+        };
         let mut n = 0;
-        while self.walk(|_, _| None::<()>).is_some() {
-            n += 1;
+        while self.next < self.end {
+            if self.next.is_multiple_of(COUNT_CHECK_EVERY) && !keep_going() {
+                return None;
+            }
+            n += u64::from(c.accepts(&self.idx, self.next));
+            self.next += 1;
+            if self.next < self.end {
+                c.advance(&mut self.idx);
+            }
         }
-        n
+        Some(n)
     }
 
     /// The accepted positions left, without building any set.

@@ -54,6 +54,11 @@ pub struct Grid {
     subset: Option<Subset>,
 }
 
+/// The most combinations (before constraints) a sweep's grid may have: planning walks each of
+/// them once, at tens of millions a second, so a sweep at the limit plans in about a minute
+/// (and a signal stops it at once).
+pub const MAX_COMBINATIONS: u64 = 1 << 32;
+
 /// One thing wrong with a grid.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -67,6 +72,20 @@ pub enum GridProblem {
     /// Two axes share a name.
     #[error("axis `{0}` is declared twice")]
     DuplicateAxis(String),
+    /// More combinations than a sweep walks: planning visits every combination (to cut the
+    /// work into units), so a grid past [`MAX_COMBINATIONS`] would plan for minutes to hours.
+    #[error(
+        "the grid has {combinations} combinations ({shape}), more than the {max} a sweep plans: \
+         constrain or coarsen its axes, or sweep a random sample of it (--random N on a \
+         coarser grid)",
+        max = MAX_COMBINATIONS
+    )]
+    TooLarge {
+        /// Combinations of the cartesian product (`u64::MAX` if past it).
+        combinations: u64,
+        /// Each axis with its number of values, `a 100 × b 2000`.
+        shape: String,
+    },
     /// An axis that the strategy's parameters do not have.
     #[error("axis `{axis}` is not a parameter of the strategy (its parameters: {expected})")]
     UnknownAxis {
@@ -262,17 +281,22 @@ impl Grid {
 
     /// Exact number of parameter sets the grid expands to (constraints applied).
     ///
-    /// Costs one pass over the combinations when there are constraints, without building any
-    /// parameter set.
+    /// Costs one pass over the combinations of the axes the constraints name (the others only
+    /// multiply the count), without building any parameter set; a sampled grid or a kept list
+    /// is walked whole.
     #[must_use]
     pub fn len(&self) -> usize {
-        usize::try_from(self.count_in(0..self.product_len() as u64)).unwrap_or(usize::MAX)
+        self.len_while(|| true)
+            .expect("a count that is never stopped ends")
     }
 
-    /// Whether the grid expands to nothing.
+    /// Whether the grid expands to nothing (walks only until its first set).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.slice(0..self.product_len() as u64)
+            .positions()
+            .next()
+            .is_none()
     }
 
     /// Expands lazily, in declaration order (the last axis varies fastest).
@@ -388,6 +412,7 @@ impl Grid {
                 });
             }
         }
+        problems.extend(self.too_large());
         if problems.is_empty() && self.is_empty() {
             let why = if self.axes.iter().any(|a| a.values.is_empty()) {
                 "an axis has no values".to_owned()
@@ -404,6 +429,26 @@ impl Grid {
         } else {
             Err(GridError(problems))
         }
+    }
+}
+
+impl Grid {
+    /// [`GridProblem::TooLarge`] when the product passes [`MAX_COMBINATIONS`].
+    fn too_large(&self) -> Option<GridProblem> {
+        let combinations = self
+            .axes
+            .iter()
+            .map(|a| a.values.len() as u64)
+            .fold(1u64, u64::saturating_mul);
+        (combinations > MAX_COMBINATIONS).then(|| GridProblem::TooLarge {
+            combinations,
+            shape: self
+                .axes
+                .iter()
+                .map(|a| format!("{} {}", a.name, a.values.len()))
+                .collect::<Vec<_>>()
+                .join(" × "),
+        })
     }
 }
 

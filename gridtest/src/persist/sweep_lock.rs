@@ -25,6 +25,8 @@ pub const LEASE_TTL: Duration = Duration::from_secs(30);
 const RENEW_EVERY: Duration = Duration::from_secs(10);
 /// How often a waiting run looks at the lease again.
 const POLL_EVERY: Duration = Duration::from_millis(500);
+/// How far another host's clock may run ahead of this one's before its lease is suspect.
+const CLOCK_SKEW: Duration = Duration::from_secs(60);
 
 /// The lease object's content.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +48,24 @@ impl LeaseHolder {
             host: hostname(),
             pid: std::process::id(),
             expires_ms: now_ms() + i64::try_from(LEASE_TTL.as_millis()).unwrap_or(i64::MAX),
+        }
+    }
+
+    /// Whether its expiry lies further ahead than a holder ever writes it.
+    fn expires_too_far_ahead(&self) -> bool {
+        let horizon = LEASE_TTL + CLOCK_SKEW;
+        self.expires_ms > now_ms() + i64::try_from(horizon.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn into_too_far_ahead_error(self, url: String) -> PersistError {
+        PersistError::LeaseFromTheFuture {
+            url,
+            expires: chrono::DateTime::from_timestamp_millis(self.expires_ms)
+                .map_or_else(|| self.expires_ms.to_string(), |t| t.to_rfc3339()),
+            node: self.node,
+            host: self.host,
+            pid: self.pid,
+            ttl_s: LEASE_TTL.as_secs(),
         }
     }
 
@@ -141,11 +161,16 @@ impl SweepLock {
                 Err(e) => return Err(store_error(e)),
             };
             match holder {
+                Some(h) if !h.is_stale() && h.expires_too_far_ahead() => {
+                    return Err(h.into_too_far_ahead_error(url));
+                }
                 Some(h) if !h.is_stale() => {
                     if !announced {
                         announced = true;
                         tracing::warn!(sweep = %sweep_id, holder = %h.node, host = %h.host,
-                            pid = h.pid, "this sweep is being run by another process; waiting for it");
+                            pid = h.pid, lock = %url,
+                            "this sweep is being run by another process; waiting for it (its \
+                             lease expires within {} s unless renewed)", LEASE_TTL.as_secs());
                     }
                     tokio::time::sleep(POLL_EVERY).await;
                 }
@@ -185,5 +210,52 @@ impl SweepLock {
 impl Drop for SweepLock {
     fn drop(&mut self) {
         self.renew.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lease object written as another host's run would, expiring `in_ms` from now.
+    fn foreign_lease(root: &Location, sweep: &SweepId, in_ms: i64) {
+        let holder = LeaseHolder {
+            node: "w9".to_owned(),
+            host: "another-host".to_owned(),
+            pid: 4242,
+            expires_ms: now_ms() + in_ms,
+        };
+        let dir = root
+            .url()
+            .to_file_path()
+            .unwrap()
+            .join(format!("sweeps/{sweep}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("lock"), serde_json::to_vec(&holder).unwrap()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_lease_expiring_far_beyond_its_ttl_is_refused_with_a_hint_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Location::parse(&dir.path().display().to_string()).unwrap();
+        let sweep = SweepId::from_digest(&[3; 8]);
+        foreign_lease(&root, &sweep, 10 * 24 * 3_600_000);
+        let started = std::time::Instant::now();
+        let err = SweepLock::acquire(&root, &sweep, "me").await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let text = err.to_string();
+        assert!(
+            text.contains("is held by node w9 on host another-host (pid 4242) until ")
+                && text.contains("If no run of this sweep is alive, delete file://"),
+            "{text}"
+        );
+        // A lease as a live run writes it is waited for.
+        foreign_lease(&root, &sweep, 20_000);
+        let waited = tokio::time::timeout(
+            Duration::from_secs(1),
+            SweepLock::acquire(&root, &sweep, "me"),
+        )
+        .await;
+        assert!(waited.is_err(), "a live run's lease was taken over");
     }
 }
