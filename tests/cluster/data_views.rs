@@ -23,7 +23,7 @@ fn mount_namespaces() -> bool {
 /// replaced file's URL.
 fn other_copy(root: &Path) -> (PathBuf, String) {
     let copy = root.join("other-copy");
-    copy_dir(dataset(), &copy);
+    gridtest_tests::copy_dir(dataset(), &copy);
     let mut symbols: Vec<PathBuf> = std::fs::read_dir(&copy)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -43,19 +43,6 @@ fn other_copy(root: &Path) -> (PathBuf, String) {
     let relative = victim.strip_prefix(&copy).unwrap();
     let url = url::Url::from_file_path(dataset().join(relative)).unwrap();
     (copy, url.to_string())
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 impl Cluster {
