@@ -2,6 +2,7 @@
 //! of the dataset at the same path, and one whose mount is empty, each in a mount namespace of
 //! its own (`unshare`), so that the same path shows each process other files.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,31 +19,37 @@ fn mount_namespaces() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// A copy of the cluster dataset with one file of its second symbol replaced by another
-/// symbol's file of the same day (valid Parquet, other bytes); returns the copy and the
-/// replaced file's URL.
-fn other_copy(root: &Path) -> (PathBuf, String) {
+/// A copy of the cluster dataset in which the first day's file of each of the first `changed`
+/// symbols is replaced by the next symbol's file of that day (valid Parquet, other bytes);
+/// returns the copy and, per changed symbol (its directory name), the replaced file's URL as
+/// the dataset's path names it.
+fn other_copy(root: &Path, changed: usize) -> (PathBuf, BTreeMap<String, String>) {
     let copy = root.join("other-copy");
     gridtest_tests::copy_dir(dataset(), &copy);
-    let mut symbols: Vec<PathBuf> = std::fs::read_dir(&copy)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    symbols.sort();
-    let day = |symbol: &Path| {
-        let mut days: Vec<PathBuf> = std::fs::read_dir(symbol)
+    let sorted = |dir: &Path| {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
             .collect();
-        days.sort();
-        days[0].join("part-0.parquet")
+        entries.sort();
+        entries
     };
-    let (victim, donor) = (day(&symbols[1]), day(&symbols[2]));
-    std::fs::copy(&donor, &victim).unwrap();
-    let relative = victim.strip_prefix(&copy).unwrap();
-    let url = url::Url::from_file_path(dataset().join(relative)).unwrap();
-    (copy, url.to_string())
+    let symbols = sorted(dataset());
+    let first_day = |symbol: &Path| sorted(symbol)[0].join("part-0.parquet");
+    let mut urls = BTreeMap::new();
+    for (i, symbol) in symbols.iter().enumerate().take(changed) {
+        let donor = first_day(&symbols[(i + 1) % symbols.len()]);
+        let relative = first_day(symbol)
+            .strip_prefix(dataset())
+            .unwrap()
+            .to_path_buf();
+        std::fs::copy(&donor, copy.join(&relative)).unwrap();
+        let name = symbol.file_name().unwrap().to_string_lossy().into_owned();
+        let url = url::Url::from_file_path(dataset().join(&relative)).unwrap();
+        urls.insert(name, url.to_string());
+    }
+    (copy, urls)
 }
 
 impl Cluster {
@@ -82,7 +89,8 @@ fn workers_that_see_other_data_or_none_are_barred_from_it_and_the_sweep_is_exact
     let _serial = serial();
     // No work until all three have asked: each of them gets units of every shard.
     let mut c = Cluster::with_head(&["--wait-for-nodes", "3"]);
-    let (other, changed) = other_copy(c.dir.path());
+    // Every symbol differs in w-other's copy: whichever units it is given, it finds it.
+    let (other, changed) = other_copy(c.dir.path(), 3);
     let empty = c.dir.path().join("empty-mount");
     std::fs::create_dir_all(&empty).unwrap();
     c.start_worker("w-good", COOKIE, &[]);
@@ -103,14 +111,17 @@ fn workers_that_see_other_data_or_none_are_barred_from_it_and_the_sweep_is_exact
             _ => None,
         })
         .collect();
-    // w-other: the one shard whose file differs, naming it, and no other shard.
+    // w-other: each shard it was given names that shard's file that differs.
     let other: Vec<_> = mismatches.iter().filter(|m| m.0 == "w-other").collect();
-    assert_eq!(other.len(), 1, "{mismatches:?}");
-    assert!(
-        other[0].2.starts_with(&format!("{changed}: ")) && other[0].2.contains("in the manifest"),
-        "{:?}",
-        other[0]
-    );
+    assert!(!other.is_empty(), "{mismatches:?}");
+    for (_, shard, reason) in &other {
+        let symbol = format!("symbol={}", shard.split(':').next().unwrap());
+        let file = &changed[&symbol];
+        assert!(
+            reason.starts_with(&format!("{file}: ")) && reason.contains("in the manifest"),
+            "{shard}: {reason}"
+        );
+    }
     // w-blind sees no file at all: barred from every shard it was given.
     let blind: Vec<_> = mismatches.iter().filter(|m| m.0 == "w-blind").collect();
     assert!(!blind.is_empty(), "{mismatches:?}");
@@ -118,7 +129,9 @@ fn workers_that_see_other_data_or_none_are_barred_from_it_and_the_sweep_is_exact
         assert!(reason.contains("has no Parquet files"), "{shard}: {reason}");
     }
     assert!(mismatches.iter().all(|m| m.0 != "w-good"), "{mismatches:?}");
-    assert_eq!(summary.nodes.get("w-blind").map_or(0, |n| n.cells), 0);
+    for node in ["w-other", "w-blind"] {
+        assert_eq!(summary.nodes.get(node).map_or(0, |n| n.cells), 0, "{node}");
+    }
     assert!(
         !events
             .iter()
@@ -139,7 +152,9 @@ fn a_shard_no_node_sees_as_recorded_fails_naming_the_node_and_the_file() {
     }
     let _serial = serial();
     let mut c = Cluster::with_head(&[]);
-    let (other, changed) = other_copy(c.dir.path());
+    // One symbol differs: the only worker reads the others and finds it.
+    let (other, changed) = other_copy(c.dir.path(), 1);
+    let changed = changed.values().next().unwrap().clone();
     c.start_worker_seeing("w-other", &other);
     let head = c.head.as_mut().unwrap();
     let status = head.wait_exit(Duration::from_secs(180));

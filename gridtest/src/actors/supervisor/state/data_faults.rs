@@ -70,12 +70,15 @@ impl SupervisorState {
             );
             let failure = CellFailure::new(FailureKind::Data, reason.clone());
             let cells = ledger.fail_shard(&shard_id, &failure);
-            tracing::error!(shard = %shard, cells, reason = %reason, "shard unreadable");
-            self.status.emit(StatusEvent::ShardUnreadable {
-                shard: shard.to_string(),
-                reason,
-                cells,
-            });
+            // A later report of a unit that was in flight finds nothing left open.
+            if cells > 0 {
+                tracing::error!(shard = %shard, cells, reason = %reason, "shard unreadable");
+                self.status.emit(StatusEvent::ShardUnreadable {
+                    shard: shard.to_string(),
+                    reason,
+                    cells,
+                });
+            }
         }
         self.serve_parked_if_pending();
     }
