@@ -45,7 +45,11 @@ pub fn files_digest(files: &[ListedFile]) -> String {
 /// per file (at most `limit`, then how many more): missing there, not recorded, or of another
 /// size or content.
 #[must_use]
-pub fn listing_differences(recorded: &[ListedFile], seen: &[ListedFile], limit: usize) -> String {
+pub(crate) fn listing_differences(
+    recorded: &[ListedFile],
+    seen: &[ListedFile],
+    limit: usize,
+) -> String {
     let recorded: BTreeMap<&str, &ListedFile> =
         recorded.iter().map(|f| (f.url.as_str(), f)).collect();
     let seen: BTreeMap<&str, &ListedFile> = seen.iter().map(|f| (f.url.as_str(), f)).collect();

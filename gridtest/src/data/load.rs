@@ -1,14 +1,17 @@
-//! `ShardReader`: reads shards through a DataFusion `ListingTable` with partition pruning, and
-//! checks them on the way.
+//! `ShardReader`: reads shards through a DataFusion Parquet scan of the files its strict listing
+//! found, and checks them on the way.
 //!
 //! # How a shard is read
 //! 1. **List** the shard's symbol directory strictly ([`super::layout`]): only `symbol=S/` is
 //!    walked, every object there is data, ignored with a reason, or a layout problem that fails
 //!    the shard (an unpadded `date=2024-1-3`, a `.pq` file, a file with no `date=` level); the
 //!    files dated within the shard are its files. Files outside the shard are never opened.
-//! 2. **Inspect** each file's footer: not empty, required columns present with usable types,
+//! 2. **Verify**, when the request names the digest of the shard's files as the sweep's
+//!    manifest records them ([`ShardReader::inspect_as_recorded`]), that this listing agrees:
+//!    a node that sees other files reads nothing and says what it sees.
+//! 3. **Inspect** each file's footer: not empty, required columns present with usable types,
 //!    row count. A bad file is reported by name before any data is decoded.
-//! 3. **Scan** exactly the files listed and inspected, in that order, through a DataFusion
+//! 4. **Scan** exactly the files listed and inspected, in that order, through a DataFusion
 //!    Parquet scan (one partition, order preserved): no second listing, so the scan cannot read
 //!    a file the listing ignored (`_x.parquet`) or miss one it found (a symbol spelled with
 //!    escapes). Each row is attributed to its file by the footers' row counts, and every check
