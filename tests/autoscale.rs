@@ -158,6 +158,7 @@ fn the_autoscaler_grows_a_pool_with_the_work_and_drains_it_after_the_idle_period
     feed.publish_plan(PlanSnapshot {
         evals_per_cell: 1e8,
         gpu_eligible: false,
+        dataset_bytes: 0,
     });
     let mut pools: Vec<Pool> = vec![
         "gridtest-cpu=cpu:0..12".parse().unwrap(),

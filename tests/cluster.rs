@@ -491,6 +491,16 @@ fn a_cluster_sweep_equals_the_in_process_run() {
         cells, CELLS as u64,
         "each cell made final by one node: {summary:?}"
     );
+    // What the workers read, as their lease requests and reports said, and the head's own
+    // planning: each shard was read once by each worker that ran units of it (one to three),
+    // with its footers (the content tags were cached by the in-process reference run).
+    let reads = summary.reads;
+    assert!(
+        reads.dataset_bytes > 0
+            && reads.bytes_read >= reads.dataset_bytes
+            && reads.bytes_read < 5 * reads.dataset_bytes,
+        "{reads:?}"
+    );
 }
 
 #[test]

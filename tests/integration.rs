@@ -23,6 +23,7 @@ mod macros;
 mod orders;
 mod panics;
 mod probes;
+mod reads;
 mod registry;
 mod replay;
 mod report;

@@ -322,6 +322,7 @@ mod tests {
         let plan = PlanSnapshot {
             evals_per_cell: 2_000.0,
             gpu_eligible: false,
+            dataset_bytes: 0,
         };
         let load = pool_load(&cpu, 3, (&progress, &fleet, &plan));
         assert_eq!(load.current, 3);
@@ -371,6 +372,7 @@ mod tests {
         feed.publish_plan(PlanSnapshot {
             evals_per_cell: 1e9,
             gpu_eligible: false,
+            dataset_bytes: 0,
         });
         let pool: Pool = "p=cpu:0..8".parse().unwrap();
         let mut scaler = Autoscaler::new(vec![pool], feed.clone(), Actuation::Metric);

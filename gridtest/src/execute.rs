@@ -266,6 +266,7 @@ fn summary(results: &SweepResults, resumed: usize) -> SweepSummary {
         incompatible: info.map(|i| i.incompatible.clone()).unwrap_or_default(),
         persist_failure: info.and_then(|i| i.persist_failure.clone()),
         ledger: info.map(|i| i.ledger).unwrap_or_default(),
+        reads: info.map(|i| i.reads).unwrap_or_default(),
     }
 }
 
@@ -315,6 +316,7 @@ async fn finish(
     rendered.leaderboard.drawdown_sign = plan.spec.exec.drawdown_sign;
     let trades = research::trace_best(&plan, &rendered.leaderboard, opts.cache_bytes).await;
     let sweep_id = plan.spec.id();
+    let reads = sweep_reads(&plan, outcome.remote_bytes_read);
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,
         grid: plan.spec.grid,
@@ -334,6 +336,7 @@ async fn finish(
         incompatible: outcome.incompatible,
         persist_failure: outcome.persist_failure,
         ledger: outcome.ledger,
+        reads,
     });
     let (report, returns) = research.unzip();
     if let Some(report) = report {
@@ -346,6 +349,15 @@ async fn finish(
     // The whole run: rendering and persisting the outputs included.
     results.timings.wall = started_run.elapsed();
     Ok(results)
+}
+
+/// What the sweep read from its dataset: this process since planning began, and the others'
+/// `remote` bytes as their readings said.
+fn sweep_reads(plan: &Plan, remote: u64) -> crate::data::DataReads {
+    crate::data::DataReads {
+        bytes_read: (crate::data::bytes_read() - plan.reads_at_start) + remote,
+        dataset_bytes: plan.spec.manifest.iter().map(|f| f.size).sum(),
+    }
 }
 
 /// Opens the persisted ledger (writing the spec), if the run has a results root: the log to

@@ -66,6 +66,9 @@ pub struct FleetSnapshot {
     /// How long a message waits in the supervisor's mailbox before it is handled (timed by
     /// probes it sends itself every 20 ms): the head's own queue, one clock.
     pub supervisor_queue: LatencyHistogram,
+    /// Bytes the sweep's scorers have read from its dataset so far (as their processes
+    /// reported with their lease requests and units).
+    pub bytes_read: u64,
 }
 
 /// One node in a [`FleetSnapshot`].
@@ -118,6 +121,8 @@ pub struct PlanSnapshot {
     pub evals_per_cell: f64,
     /// Whether GPU scorers can run the sweep's units (its strategy has device code).
     pub gpu_eligible: bool,
+    /// Bytes of the files the sweep's manifest holds.
+    pub dataset_bytes: u64,
 }
 
 /// A worker pool as the head's autoscaler left it at its latest step.

@@ -166,6 +166,9 @@ pub struct SweepSummary {
     pub persist_failure: Option<String>,
     /// What the ledger counted: units requeued, speculative copies, duplicate results.
     pub ledger: LedgerStats,
+    /// Bytes the sweep read from its dataset (planning included), and the dataset's bytes.
+    #[serde(default)]
+    pub reads: crate::data::DataReads,
 }
 
 /// One line of a status file.
@@ -305,9 +308,8 @@ pub fn read(path: &Path) -> std::io::Result<Vec<StatusRecord>> {
 mod tests {
     use super::*;
 
-    /// One event of each kind.
-    fn every_kind_of_event() -> Vec<StatusEvent> {
-        let id: SweepId = "0123456789abcdef".parse().unwrap();
+    /// A finished sweep's summary with every field set.
+    fn finished(id: SweepId) -> SweepSummary {
         let ms = std::time::Duration::from_millis;
         let stats = NodeStats {
             units: 3,
@@ -319,7 +321,27 @@ mod tests {
             first_start: Some(ms(20)),
             last_end: Some(ms(1600)),
         };
-        let nodes = BTreeMap::from([("w1".to_owned(), stats)]);
+        SweepSummary {
+            sweep_id: Some(id),
+            cells: 2,
+            failed: 1,
+            computed: 1,
+            resumed: 1,
+            nodes: BTreeMap::from([("w1".to_owned(), stats)]),
+            gpu_slots: BTreeMap::new(),
+            incompatible: BTreeMap::from([("w3".into(), "strategy `s` version".into())]),
+            persist_failure: Some("gone".into()),
+            ledger: LedgerStats::default(),
+            reads: crate::data::DataReads {
+                bytes_read: 1_200,
+                dataset_bytes: 1_000,
+            },
+        }
+    }
+
+    /// One event of each kind.
+    fn every_kind_of_event() -> Vec<StatusEvent> {
+        let id: SweepId = "0123456789abcdef".parse().unwrap();
         let events = vec![
             StatusEvent::Listening {
                 addr: "127.0.0.1:7000".into(),
@@ -371,18 +393,7 @@ mod tests {
                 done: 1,
                 total: 2,
             },
-            StatusEvent::SweepFinished(Box::new(SweepSummary {
-                sweep_id: Some(id),
-                cells: 2,
-                failed: 1,
-                computed: 1,
-                resumed: 1,
-                nodes,
-                gpu_slots: BTreeMap::new(),
-                incompatible: BTreeMap::from([("w3".into(), "strategy `s` version".into())]),
-                persist_failure: Some("gone".into()),
-                ledger: LedgerStats::default(),
-            })),
+            StatusEvent::SweepFinished(Box::new(finished(id))),
         ];
         events
     }

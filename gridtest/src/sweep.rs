@@ -117,6 +117,8 @@ pub struct RunInfo {
     pub persist_failure: Option<String>,
     /// What the ledger counted: units requeued, speculative copies, duplicate results.
     pub ledger: LedgerStats,
+    /// Bytes the sweep read from its dataset, and the dataset's bytes.
+    pub reads: crate::data::DataReads,
 }
 
 /// The parts [`SweepResults`] are made of, as the execution hands them over.

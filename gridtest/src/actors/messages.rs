@@ -106,6 +106,10 @@ pub struct LeaseRequest {
     /// does not know the field grants one unit, and the scorer asks for the next as before.
     #[serde(default)]
     pub with_next: bool,
+    /// The scorer's process's bytes read from datasets when it asked (the head counts what a
+    /// sweep read from these readings; `None` from an older scorer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<crate::data::ProcessReads>,
     /// When the scorer sent it, microseconds since the Unix epoch by the scorer's clock (0:
     /// not stamped). The head's arrival latency is measured from it, which means something
     /// only where the two clocks agree (one machine: the fleet benchmark).
@@ -114,8 +118,9 @@ pub struct LeaseRequest {
 }
 
 impl LeaseRequest {
-    /// Stamps the request as sent now.
+    /// Stamps the request as sent now, with the process's reads so far.
     pub fn stamp(&mut self) {
+        self.reads = Some(crate::data::ProcessReads::now());
         self.sent_unix_us = unix_us();
     }
 
@@ -197,6 +202,9 @@ pub struct UnitReport {
     /// shard to other nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_fault: Option<NodeDataFault>,
+    /// The scorer's process's bytes read from datasets after the unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<crate::data::ProcessReads>,
 }
 
 /// A node that does not see the files the sweep's manifest recorded for a shard, or cannot

@@ -323,6 +323,7 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
                 shard: unit.shard,
                 results,
                 node_fault: node_fault.clone(),
+                reads: Some(crate::data::ProcessReads::now()),
             }
         })
         .collect()

@@ -99,6 +99,9 @@ pub struct SupervisorOutcome {
     pub final_cells: (usize, usize),
     /// The sets' daily returns, when the sweep records them.
     pub returns: Option<ReturnsBook>,
+    /// Bytes the other processes of the sweep read from its dataset while it ran (this
+    /// process counts its own).
+    pub remote_bytes_read: u64,
 }
 
 /// Timing settings of a supervisor.
@@ -210,6 +213,9 @@ impl Supervisor {
                 cancelled,
                 final_cells: (ledger.recorded(), ledger.expected()),
                 returns: written.returns,
+                remote_bytes_read: state
+                    .fleet
+                    .bytes_read_except(crate::data::ProcessReads::now().process),
             };
             let _ = done.send(outcome);
         }

@@ -171,6 +171,7 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
         if n == 0 {
             break;
         }
+        super::read_meter::count(n as u64);
         hasher.update(&buffer[..n]);
     }
     let digest = hasher.finalize();

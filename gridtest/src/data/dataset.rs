@@ -67,12 +67,14 @@ impl Dataset {
         self.location().store_url()
     }
 
-    /// Builds the object store serving the dataset, and the root's path inside it.
+    /// Builds the object store serving the dataset, and the root's path inside it. Its reads
+    /// are counted in [`super::bytes_read`].
     ///
     /// # Errors
     /// [`DataError::Store`] if the store cannot be configured.
     pub fn store(&self) -> Result<(Arc<dyn ObjectStore>, Path)> {
-        self.location().store().map_err(location_error)
+        let (store, root) = self.location().store().map_err(location_error)?;
+        Ok((super::read_meter::MeteredStore::wrap(store), root))
     }
 
     /// The URL of an object of the dataset's store.

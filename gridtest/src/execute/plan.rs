@@ -29,6 +29,8 @@ pub struct Plan {
     /// The distinct dates of the shards' files, ascending.
     pub(crate) dates: Vec<chrono::NaiveDate>,
     pub(crate) started: Instant,
+    /// This process's count of bytes read from datasets when the planning began.
+    pub(crate) reads_at_start: u64,
 }
 
 impl Plan {
@@ -56,6 +58,7 @@ pub(crate) async fn plan(sweep: &Sweep) -> Result<Plan> {
 pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Result<Plan> {
     sweep.validate()?;
     let started = Instant::now();
+    let reads_at_start = crate::data::bytes_read();
     let strategy = *sweep.strategy();
     let location = sweep.data_location().expect("validated");
     let dataset = Dataset::try_new(location, strategy.kind)?;
@@ -124,6 +127,7 @@ pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Resu
         spec,
         dates: dates.into_iter().collect(),
         started,
+        reads_at_start,
     })
 }
 

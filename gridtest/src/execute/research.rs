@@ -203,7 +203,9 @@ pub(super) fn write_page(
     let energy = info
         .map(|i| i.gpu_energy_joules.clone())
         .unwrap_or_default();
-    let cost = SweepCost::measure(&nodes, &gpu, prices).with_gpu_energy(energy);
+    let cost = SweepCost::measure(&nodes, &gpu, prices)
+        .with_gpu_energy(energy)
+        .with_reads(info.map(|i| i.reads).unwrap_or_default());
     let path = results.output_dir().join(output::COST_JSON);
     let json = serde_json::to_vec_pretty(&cost).expect("costs serialise");
     std::fs::write(&path, json).map_err(|e| output_error(&path, e))?;

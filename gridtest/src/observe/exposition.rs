@@ -87,6 +87,7 @@ pub fn render_metrics(ready: bool, feed: &ProgressFeed) -> String {
         "Cell results ignored because the cell was already final",
         int(fleet.duplicate_cells),
     );
+    reads(&mut registry, feed, fleet);
     nodes(&mut registry, fleet);
     gauge(
         &mut registry,
@@ -232,6 +233,31 @@ fn nodes_by_kind(registry: &mut Registry, fleet: &FleetSnapshot) {
 }
 
 /// Per-node families: counts by kind and state, cells, speed, devices.
+/// What the running sweep and this process read from datasets.
+fn reads(registry: &mut Registry, feed: &ProgressFeed, fleet: &FleetSnapshot) {
+    for (name, help, value) in [
+        (
+            "sweep_bytes_read",
+            "Bytes the running sweep's scorers have read from its dataset",
+            fleet.bytes_read,
+        ),
+        (
+            "dataset_bytes",
+            "Bytes of the files of the running sweep's dataset (its manifest)",
+            feed.plan().dataset_bytes,
+        ),
+        (
+            "process_bytes_read",
+            "Bytes this process has read from datasets since it started",
+            crate::data::bytes_read(),
+        ),
+    ] {
+        let g: Gauge = Gauge::default();
+        g.set(int(value));
+        registry.register(name, help, g);
+    }
+}
+
 fn nodes(registry: &mut Registry, fleet: &FleetSnapshot) {
     nodes_by_kind(registry, fleet);
     let (cells, speed, requeued) = (

@@ -38,6 +38,7 @@ pub(super) fn report(
             info.computed,
             cells - info.computed
         );
+        print_reads(info.reads);
         for (node, s) in &info.nodes {
             println!(
                 "  node {node}: {} units, {} cells, {:.3e} evaluations/s per scorer, {} units requeued{}",
@@ -115,5 +116,31 @@ fn print_search(search: &HalvingReport) {
             r.failed,
             r.promoted
         );
+    }
+}
+
+/// What the sweep read from its dataset, against the dataset's size.
+fn print_reads(reads: crate::data::DataReads) {
+    println!(
+        "read {} from the dataset: {:.2}× its {}",
+        human_bytes(reads.bytes_read),
+        reads.ratio(),
+        human_bytes(reads.dataset_bytes)
+    );
+}
+
+/// `n` bytes with a binary prefix (`1.5 MiB`).
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
     }
 }

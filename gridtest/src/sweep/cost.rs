@@ -78,6 +78,13 @@ pub struct SweepCost {
     /// The same per device (`node/gpuD`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub gpu_energy_per_device: BTreeMap<String, f64>,
+    /// Bytes the sweep read from its dataset, and the dataset's bytes (a store bills transfer
+    /// and requests by them).
+    #[serde(default)]
+    pub reads: crate::data::DataReads,
+    /// Bytes read per byte of the dataset.
+    #[serde(default)]
+    pub read_ratio: f64,
     /// The prices, when given.
     pub prices: Option<Prices>,
     /// On owned hardware kept busy all the time: the write-off of the core-hours used plus their
@@ -143,6 +150,8 @@ impl SweepCost {
             total_core_seconds,
             gpu_energy_joules: None,
             gpu_energy_per_device: BTreeMap::new(),
+            reads: crate::data::DataReads::default(),
+            read_ratio: 0.0,
             prices: None,
             owned_cost: None,
             rented_cost: None,
@@ -177,6 +186,14 @@ impl SweepCost {
     pub fn with_gpu_energy(mut self, per_device: BTreeMap<String, f64>) -> Self {
         self.gpu_energy_joules = (!per_device.is_empty()).then(|| per_device.values().sum());
         self.gpu_energy_per_device = per_device;
+        self
+    }
+
+    /// The same cost with what the sweep read from its dataset.
+    #[must_use]
+    pub fn with_reads(mut self, reads: crate::data::DataReads) -> Self {
+        self.reads = reads;
+        self.read_ratio = reads.ratio();
         self
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::device_telemetry::DeviceTelemetry;
 use super::ledger::WorkerId;
 use super::node_stats::NodeStats;
+use crate::data::ProcessReads;
 use crate::progress::{DeviceSnapshot, LatencyHistogram, NodeSnapshot};
 
 /// The fleet's settings.
@@ -85,6 +86,8 @@ pub struct Fleet {
     gpu_slots: BTreeMap<String, NodeStats>,
     /// Per device (`node/gpuD`): its energy counter's first and latest reading, mJ.
     energy: BTreeMap<String, (u64, u64)>,
+    /// Per process: the lowest and highest count of bytes read from datasets it sent.
+    reads: BTreeMap<u64, (u64, u64)>,
     asking: BTreeSet<String>,
     started: Instant,
     first_lease: Option<Instant>,
@@ -99,6 +102,7 @@ impl Fleet {
             nodes: BTreeMap::new(),
             gpu_slots: BTreeMap::new(),
             energy: BTreeMap::new(),
+            reads: BTreeMap::new(),
             asking: BTreeSet::new(),
             started: now,
             first_lease: None,
@@ -248,6 +252,34 @@ impl Fleet {
         if worker.is_gpu() {
             add(self.gpu_slots.entry(worker.to_string()).or_default());
         }
+    }
+
+    /// A process's count of bytes read from datasets, as a lease request (before its reads
+    /// for the sweep) or a report (after a unit) carried it.
+    pub fn read(&mut self, reading: ProcessReads) {
+        let (low, high) = self
+            .reads
+            .entry(reading.process)
+            .or_insert((reading.bytes, reading.bytes));
+        *low = (*low).min(reading.bytes);
+        *high = (*high).max(reading.bytes);
+    }
+
+    /// Bytes the processes seen read from datasets during the sweep.
+    #[must_use]
+    pub fn bytes_read(&self) -> u64 {
+        self.reads.values().map(|(low, high)| high - low).sum()
+    }
+
+    /// Bytes the processes seen read from datasets during the sweep, but process `except`
+    /// (the head's own, which counts its reads from before the sweep was planned).
+    #[must_use]
+    pub fn bytes_read_except(&self, except: u64) -> u64 {
+        self.reads
+            .iter()
+            .filter(|(process, _)| **process != except)
+            .map(|(_, (low, high))| high - low)
+            .sum()
     }
 
     /// A node's status (an answer to a ping). Returns `true` when a reading newly reports

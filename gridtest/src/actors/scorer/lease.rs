@@ -109,6 +109,7 @@ impl Leased {
                 evaluations: 0,
                 busy_ms: 0,
                 node_fault: None,
+                reads: Some(crate::data::ProcessReads::now()),
             }))),
         }
     }
@@ -318,6 +319,7 @@ impl ScorerArgs {
         with_next: bool,
     ) -> LeaseRequest {
         LeaseRequest {
+            reads: None,
             worker: self.worker.clone(),
             cached,
             pending_only,

@@ -143,6 +143,7 @@ mod tests {
 
     fn request(node: &str, pending_only: bool) -> LeaseRequest {
         LeaseRequest {
+            reads: None,
             worker: WorkerId::new(node, "0"),
             cached: Vec::new(),
             pending_only,

@@ -174,6 +174,7 @@ impl SupervisorState {
             first_lease_latency: self.fleet.first_lease_latency(),
             lease_arrival: self.arrivals.histogram(),
             supervisor_queue: self.queue_delay.histogram(),
+            bytes_read: self.fleet.bytes_read(),
         });
         tracing::info!(
             done = ledger.recorded(),
@@ -194,6 +195,9 @@ impl SupervisorState {
         let now = Instant::now();
         if let Some(in_flight) = request.in_flight() {
             self.arrivals.record(in_flight);
+        }
+        if let Some(reads) = request.reads {
+            self.fleet.read(reads);
         }
         self.seen(&request.worker.node);
         let gated = !self.fleet.leasing();
@@ -295,6 +299,9 @@ impl SupervisorState {
             return;
         }
         self.seen(&report.worker.node);
+        if let Some(reads) = report.reads {
+            self.fleet.read(reads);
+        }
         let UnitReport {
             worker,
             unit,

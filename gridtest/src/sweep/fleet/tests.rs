@@ -268,3 +268,26 @@ fn each_node_records_when_its_first_unit_started_and_its_last_ended() {
         (Some(ms(400)), Some(ms(1500)))
     );
 }
+
+#[test]
+fn reads_are_counted_per_process_from_its_lowest_to_its_highest_reading() {
+    use crate::data::ProcessReads;
+    let mut fleet = Fleet::new(FleetRules::default(), Instant::now());
+    let reading = |process, bytes| ProcessReads { process, bytes };
+    // Process 1 asked at 100 and reported at 400 and 250 (reports arrive out of order);
+    // process 2, two nodes of one process, at 10 → 60; process 3 is this head's own.
+    for r in [
+        reading(1, 100),
+        reading(1, 400),
+        reading(1, 250),
+        reading(2, 10),
+        reading(2, 60),
+        reading(2, 30),
+        reading(3, 1_000),
+        reading(3, 5_000),
+    ] {
+        fleet.read(r);
+    }
+    assert_eq!(fleet.bytes_read(), 300 + 50 + 4_000);
+    assert_eq!(fleet.bytes_read_except(3), 350);
+}

@@ -127,6 +127,7 @@ fn ask_for(
 ) -> oneshot::Receiver<Wire<Option<Lease>>> {
     let (tx, rx) = oneshot::channel();
     let request = LeaseRequest {
+        reads: None,
         worker: WorkerId::new(node, "0"),
         cached: Vec::new(),
         pending_only: false,
@@ -260,6 +261,7 @@ fn a_report_feeds_its_busy_time_per_set_to_the_ledger_and_a_failure_does_not() {
             evaluations: 0,
             busy_ms,
             node_fault: None,
+            reads: None,
         }
     };
     let (failed, done) = (
@@ -299,6 +301,7 @@ fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fai
             reason: format!("{node}'s listing differs"),
             listing: Vec::new(),
         }),
+        reads: None,
     };
     let on_a = granted(&mut ask(&mut state, "a"));
     let on_b = granted(&mut ask(&mut state, "b"));
