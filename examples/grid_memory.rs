@@ -8,6 +8,7 @@
 //!
 //! ```text
 //! cargo run --release -p gridtest-examples --example grid_memory -- --sets 100000,1000000
+//! cargo run --release -p gridtest-examples --example grid_memory -- --sets 1000000,10000000 --symbols S000
 //! ```
 //!
 //! Sizes are reached with `fast` in `1..=F` and `slow` in `2..=S` (`fast < slow`), `S` at most
@@ -34,6 +35,10 @@ struct Args {
     /// Record daily returns too (the default measures without them).
     #[arg(long)]
     with_returns: bool,
+    /// The symbols to sweep, comma-separated (default: both of the smoke data; one symbol
+    /// measures many sets on one shard).
+    #[arg(long, value_delimiter = ',')]
+    symbols: Vec<String>,
 }
 
 /// Longest slow window: below the shards' 6 000 ticks.
@@ -64,6 +69,7 @@ struct Figures {
     load: Duration,
     compute: Duration,
     evaluations_per_second: f64,
+    leaderboard_bytes: u64,
 }
 
 fn sweep_binary() -> anyhow::Result<PathBuf> {
@@ -158,6 +164,9 @@ fn run(binary: &Path, args: &Args, sets: u64) -> anyhow::Result<Figures> {
     if let Some(t) = args.threads {
         command.args(["--threads", &t.to_string()]);
     }
+    if !args.symbols.is_empty() {
+        command.args(["--symbols", &args.symbols.join(",")]);
+    }
     let started = Instant::now();
     let mut child = command.spawn()?;
     let mut stdout = child.stdout.take().context("stdout")?;
@@ -186,10 +195,18 @@ fn run(binary: &Path, args: &Args, sets: u64) -> anyhow::Result<Figures> {
     ensure!(status.success(), "the sweep failed ({status}):\n{stdout}");
     let (load, compute, evaluations_per_second) =
         summary(&stdout).with_context(|| format!("no summary line in:\n{stdout}"))?;
+    let leaderboard_bytes =
+        std::fs::metadata(dir.join("out").join("leaderboard.csv")).map_or(0, |m| m.len());
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Figures {
+        leaderboard_bytes,
         sets: exact,
-        cells: exact * 2,
+        cells: exact
+            * if args.symbols.is_empty() {
+                2
+            } else {
+                args.symbols.len() as u64
+            },
         peak_rss_mib: peak_kib as f64 / 1024.0,
         first_on_disk,
         wall,
@@ -203,14 +220,14 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let binary = sweep_binary()?;
     println!(
-        "| sets | cells | peak RSS | first results on disk | wall | before compute | compute | after the last cell | evaluations/s |"
+        "| sets | cells | peak RSS | first results on disk | wall | before compute | compute | after the last cell | evaluations/s | leaderboard.csv |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for &sets in &args.sets {
         let f = run(&binary, &args, sets)?;
         let after = f.wall.saturating_sub(f.load + f.compute);
         println!(
-            "| {} | {} | {:.0} MiB | {} | {:.1} s | {:.1} s | {:.1} s | {:.1} s ({:.0} % of compute) | {:.3e} |",
+            "| {} | {} | {:.0} MiB | {} | {:.1} s | {:.1} s | {:.1} s | {:.1} s ({:.0} % of compute) | {:.3e} | {:.1} MB |",
             f.sets,
             f.cells,
             f.peak_rss_mib,
@@ -224,6 +241,7 @@ fn main() -> anyhow::Result<()> {
             after.as_secs_f64(),
             100.0 * after.as_secs_f64() / f.compute.as_secs_f64().max(1e-9),
             f.evaluations_per_second,
+            f.leaderboard_bytes as f64 / 1e6,
         );
     }
     Ok(())

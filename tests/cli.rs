@@ -212,6 +212,17 @@ fn the_dry_run_counts_what_the_run_then_computes() {
         .find(|e| e["event"]["event"] == "sweep_finished" || e["event"] == "sweep_finished")
         .expect("a sweep_finished event");
     assert!(finished.to_string().contains("\"cells\":"), "{finished}");
+    // The bytes it would read: both shards fit the cache, so each is read once, and the
+    // run reports the same dataset.
+    let dataset_bytes = estimate["dataset_bytes"].as_u64().unwrap();
+    assert!(dataset_bytes > 0);
+    assert_eq!(estimate["bytes_to_read"].as_u64(), Some(dataset_bytes));
+    assert!(
+        finished
+            .to_string()
+            .contains(&format!("\"dataset_bytes\":{dataset_bytes}")),
+        "{finished}"
+    );
     let seconds = estimate["estimated_seconds"].as_f64().unwrap();
     assert!(seconds > 0.0 && seconds.is_finite());
     let calibration = &estimate["calibration"];

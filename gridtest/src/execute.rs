@@ -28,8 +28,8 @@ use crate::progress::ProgressFeed;
 use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
-    CellKey, CellOutcome, Ledger, ResultParts, RunInfo, Sweep, SweepError, SweepResults, Timings,
-    output,
+    CellKey, CellOutcome, LeaderboardRows, Ledger, ResultParts, RunInfo, Sweep, SweepError,
+    SweepResults, Timings, output,
 };
 
 use actors::run_actors;
@@ -77,6 +77,8 @@ pub struct RunOptions {
     pub backends: Option<BackendSettings>,
     /// Leaderboard metric (for the persisted leaderboard).
     pub rank_by: RankMetric,
+    /// Sets ranked in `leaderboard.csv`.
+    pub leaderboard_rows: LeaderboardRows,
     /// Daily returns: recorded for the research report (DSR, PBO, walk-forward), and written.
     pub returns: ReturnsOptions,
     /// Prices to cost the sweep with in `cost.json` (`--prices`); without, only what it used.
@@ -106,6 +108,7 @@ impl Default for RunOptions {
             wait_for_nodes: 0,
             backends: None,
             rank_by: RankMetric::Sharpe,
+            leaderboard_rows: LeaderboardRows::default(),
             returns: ReturnsOptions::default(),
             prices: None,
             status: StatusLog::default(),
@@ -184,7 +187,16 @@ async fn compute(
     } else {
         setup.scorers.max(1)
     };
-    let (units_expected, evaluations) = units::count_units(&plan, opts.unit_evals, parallelism);
+    let sizing = units::UnitSizing {
+        unit_evals: opts.unit_evals,
+        parallelism,
+        cache_bytes: opts.cache_bytes,
+    };
+    let units::UnitCount {
+        units: units_expected,
+        evaluations,
+        ..
+    } = units::count_units(&plan, sizing);
     tracing::info!(
         param_sets = plan.n_sets,
         shards = plan.spec.shards.len(),
@@ -194,7 +206,7 @@ async fn compute(
         resumed = done.len(),
         "cutting the sweep into units (a signal stops it)"
     );
-    let planned = units::plan_units(&plan, done, (opts.unit_evals, parallelism), &opts.cancel)?;
+    let planned = units::plan_units(&plan, done, sizing, &opts.cancel)?;
     opts.progress.publish_plan(planned.snapshot(&plan));
     let load = plan.started.elapsed();
     tracing::info!(
@@ -218,7 +230,11 @@ async fn compute(
         workspace,
         spool,
         render,
-    } = open_spool(&plan, planned.resumed, opts.rank_by)?;
+    } = open_spool(
+        &plan,
+        planned.resumed,
+        (opts.rank_by, opts.leaderboard_rows),
+    )?;
     let outcome = run_actors(&plan, ledger, log, (spool, render), loader, opts, setup).await?;
     for (name, s) in &outcome.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
@@ -303,6 +319,7 @@ async fn finish(
                 shards: &plan.spec.shards,
                 metric: opts.rank_by,
                 spec_json: Some(&spec_json),
+                leaderboard_rows: opts.leaderboard_rows,
             };
             output::render(&spool, &subject, &out).await?
         }

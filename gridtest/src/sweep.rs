@@ -32,7 +32,9 @@ pub use device_telemetry::DeviceTelemetry;
 pub use error::SweepError;
 pub use fleet::{Fleet, FleetRules, Gate, NodeView, SlowNode};
 pub use halving::{Halving, HalvingReport, HalvingSchedule, RungReport, RungSize, SearchRung};
-pub use leaderboard::{LEADERBOARD_ROWS, LeaderCsv, LeaderRow, Leaderboard, MIN_FITTED_WIDTH};
+pub use leaderboard::{
+    LEADERBOARD_ROWS, LeaderCsv, LeaderRow, Leaderboard, LeaderboardRows, MIN_FITTED_WIDTH,
+};
 pub use ledger::{
     Completion, DEFAULT_MAX_ATTEMPTS, FinalCell, Ledger, LedgerStats, MAX_ATTEMPTS, SetResult,
     WorkerId,

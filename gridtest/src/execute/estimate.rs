@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::RunOptions;
 use super::plan::plan;
-use super::units::count_units;
+use super::units::{UnitSizing, count_units};
 use crate::data::{ShardInfo, ShardReader};
 use crate::error::Result;
 use crate::sweep::{CellOutcome, Sweep, SweepId};
@@ -40,6 +40,11 @@ pub struct SweepEstimate {
     pub units: usize,
     /// Tick-parameter evaluations (events of each shard × its sets).
     pub evaluations: u64,
+    /// Bytes of the dataset's files the sweep covers.
+    pub dataset_bytes: u64,
+    /// Bytes the run will read from the dataset on this node: each shard that fits the cache
+    /// once, each larger one (streamed) once per unit.
+    pub bytes_to_read: u64,
     /// Events over all shards.
     pub events: u64,
     /// Scorer threads of this node.
@@ -91,7 +96,14 @@ pub struct MemoryEstimate {
 pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate> {
     let plan = plan(sweep).await?;
     let threads = opts.threads.max(1);
-    let (units, evaluations) = count_units(&plan, opts.unit_evals, threads);
+    let sizing = UnitSizing {
+        unit_evals: opts.unit_evals,
+        parallelism: threads,
+        cache_bytes: opts.cache_bytes,
+    };
+    let count = count_units(&plan, sizing);
+    let (units, evaluations) = (count.units, count.evaluations);
+    let dataset_bytes: u64 = plan.spec.manifest.iter().map(|f| f.size).sum();
     let readable: Vec<&ShardInfo> = plan.infos.iter().filter_map(|i| i.as_ref().ok()).collect();
     let unreadable_shards = plan
         .spec
@@ -134,6 +146,8 @@ pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate>
         cells,
         units,
         evaluations,
+        dataset_bytes,
+        bytes_to_read: count.bytes_to_read,
         events: readable.iter().map(|i| i.n_rows()).sum(),
         threads,
         calibration,

@@ -147,6 +147,10 @@ async fn run_rung(
 /// the research report is the last rung's, on the whole history.
 fn rung_options(opts: &RunOptions, last: bool) -> RunOptions {
     let mut rung = opts.clone();
+    if !last {
+        // The next rung's sets are read from this rung's ranking of every set.
+        rung.leaderboard_rows = crate::sweep::LeaderboardRows::All;
+    }
     if !last && opts.rank_by != RankMetric::Dsr {
         rung.returns.record = super::Recording::Never;
     }

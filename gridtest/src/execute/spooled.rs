@@ -3,14 +3,14 @@
 use super::{Plan, output_error};
 use crate::error::Result;
 use crate::metrics::RankMetric;
-use crate::sweep::{CellSpool, FinalCell, output, output::OrderedRender};
+use crate::sweep::{CellSpool, FinalCell, LeaderboardRows, output, output::OrderedRender};
 
 /// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
 /// from the persisted ledger already in it.
 pub(super) fn open_spool(
     plan: &Plan,
     resumed: Vec<FinalCell>,
-    metric: RankMetric,
+    (metric, leaderboard_rows): (RankMetric, LeaderboardRows),
 ) -> Result<Spooled> {
     let workspace = tempfile::Builder::new()
         .prefix("gridtest-sweep-")
@@ -23,6 +23,7 @@ pub(super) fn open_spool(
         shards: &plan.spec.shards,
         metric,
         spec_json: Some(&spec_json),
+        leaderboard_rows,
     };
     let mut render = OrderedRender::start(&subject, &workspace.path().join("out"))?;
     for cell in &resumed {

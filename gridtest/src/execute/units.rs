@@ -9,6 +9,7 @@ use super::plan::Plan;
 use crate::data::ShardInfo;
 use crate::error::{Error, Result};
 use crate::params::SetPlace;
+use crate::sweep::output::ORDERED_BUFFER;
 use crate::sweep::{CellKey, CellOutcome, FinalCell, SetSpan, UnitId, WorkUnit, chunk_size};
 
 /// The work left of a sweep.
@@ -34,22 +35,92 @@ impl Planned {
     }
 }
 
+/// Sets a unit holds at most so that the cells of the units in flight (two per scorer: the one
+/// it runs and the one it has asked for) fit the buffer of the outputs written in grid order
+/// ([`ORDERED_BUFFER`]): a unit that ends before the one ahead of it waits there whole. Never
+/// below [`MIN_ORDERED_SPAN`], so that lanes still fill the vectors on a large cluster (whose
+/// outputs are then partly sorted at the end).
+fn ordered_span(parallelism: usize) -> usize {
+    (ORDERED_BUFFER / (2 * parallelism.max(1) + 2)).max(MIN_ORDERED_SPAN)
+}
+
+/// The least [`ordered_span`].
+const MIN_ORDERED_SPAN: usize = 1_024;
+
+/// How a sweep's units are sized.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct UnitSizing {
+    /// Evaluations a unit should cost.
+    pub(super) unit_evals: u64,
+    /// Scorers to keep busy.
+    pub(super) parallelism: usize,
+    /// A node's shard cache: a shard larger than it is streamed from the store by every unit.
+    pub(super) cache_bytes: u64,
+}
+
+impl UnitSizing {
+    /// Parameter sets per unit of a shard (`None`: unreadable, any size will do).
+    ///
+    /// A shard that fits the cache is read once per node and shared, so units are sized by
+    /// time ([`chunk_size`]). A larger one is streamed by each unit in full: its sets are cut
+    /// into as few units as keep the scorers busy (`parallelism` over the shards), so that the
+    /// history is read about once per scorer that needs a share of it, not once per slice of
+    /// the time budget. Both within [`ordered_span`].
+    fn sets_per_unit(&self, n_sets: usize, info: Option<&ShardInfo>, n_shards: usize) -> usize {
+        let rows = info.map_or(0, ShardInfo::n_rows);
+        let by_time = chunk_size(n_sets, rows, self.unit_evals, self.parallelism);
+        let streamed = info.is_some_and(|i| i.bytes_in_memory() > self.cache_bytes);
+        let sets = if streamed {
+            let units = self.parallelism.div_ceil(n_shards.max(1)).max(1);
+            by_time.max(n_sets.div_ceil(units))
+        } else {
+            by_time
+        };
+        sets.min(ordered_span(self.parallelism)).max(1)
+    }
+}
+
 /// Sets walked between two looks at the cancellation token: a signal stops the planning of a
 /// huge grid within a fraction of a second.
 pub(super) const CANCEL_CHECK_SETS: u64 = 1 << 18;
 
-/// How many units [`plan_units`] would cut `plan` into with nothing resumed, and the
-/// evaluations they cost, without walking the grid (what a dry run reports).
-pub(super) fn count_units(plan: &Plan, unit_evals: u64, parallelism: usize) -> (usize, u64) {
-    let mut units = 0;
-    let mut evaluations = 0u64;
+/// What cutting a plan into units gives, counted without walking the grid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct UnitCount {
+    /// Work units.
+    pub(super) units: usize,
+    /// Tick-parameter evaluations they cost.
+    pub(super) evaluations: u64,
+    /// Bytes of the dataset they read on one node: each shard that fits the cache once, each
+    /// streamed one once per unit.
+    pub(super) bytes_to_read: u64,
+}
+
+/// How many units [`plan_units`] would cut `plan` into with nothing resumed, the evaluations
+/// they cost and the bytes they read, without walking the grid (what a dry run reports).
+pub(super) fn count_units(plan: &Plan, sizing: UnitSizing) -> UnitCount {
+    let mut count = UnitCount::default();
+    let n_shards = plan.infos.len();
     for info in &plan.infos {
-        let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
-        let chunk = chunk_size(plan.n_sets, rows, unit_evals, parallelism).max(1);
-        units += plan.n_sets.div_ceil(chunk);
-        evaluations = evaluations.saturating_add(rows.saturating_mul(plan.n_sets as u64));
+        let info = info.as_ref().ok();
+        let rows = info.map_or(0, ShardInfo::n_rows);
+        let chunk = sizing.sets_per_unit(plan.n_sets, info, n_shards);
+        let units = plan.n_sets.div_ceil(chunk);
+        count.units += units;
+        count.evaluations = count
+            .evaluations
+            .saturating_add(rows.saturating_mul(plan.n_sets as u64));
+        if let Some(info) = info {
+            let bytes: u64 = info.files.iter().map(|f| f.size).sum();
+            let reads = if info.bytes_in_memory() > sizing.cache_bytes {
+                units as u64
+            } else {
+                1
+            };
+            count.bytes_to_read = count.bytes_to_read.saturating_add(bytes * reads);
+        }
     }
-    (units, evaluations)
+    count
 }
 
 /// The units of `plan` that `done` (cells read back from the persisted ledger) does not cover.
@@ -61,7 +132,7 @@ pub(super) fn count_units(plan: &Plan, unit_evals: u64, parallelism: usize) -> (
 pub(super) fn plan_units(
     plan: &Plan,
     mut done: BTreeMap<CellKey, CellOutcome>,
-    (unit_evals, parallelism): (u64, usize),
+    sizing: UnitSizing,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Planned> {
     let n_sets = plan.n_sets;
@@ -82,8 +153,8 @@ pub(super) fn plan_units(
         let done_here = done.keys().filter(|k| k.shard == id).count();
         let todo = n_sets.saturating_sub(done_here);
         planned.evaluations += rows * todo as u64;
-        let chunk = u32::try_from(chunk_size(todo, rows, unit_evals, parallelism).max(1))
-            .unwrap_or(u32::MAX);
+        let sets = sizing.sets_per_unit(todo, info.as_ref().ok(), plan.spec.shards.len());
+        let chunk = u32::try_from(sets).unwrap_or(u32::MAX);
         let whole = 0..plan.spec.grid.product_len() as u64;
         // Each set of the grid in order, with whether it is final already.
         let sets: Box<dyn Iterator<Item = (u64, bool)>> = if done_here == 0 {
@@ -205,4 +276,87 @@ fn in_grid_order(mut runs: Vec<(u64, usize, WorkUnit)>) -> Result<Vec<WorkUnit>>
             Ok(unit)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{FileInfo, Shard};
+    use crate::strategy::DataKind;
+
+    /// A tick shard of `rows` events in one file.
+    fn shard_of(rows: u64) -> ShardInfo {
+        let date = "2024-01-02".parse().unwrap();
+        ShardInfo {
+            shard: Shard::new("S", date, date),
+            kind: DataKind::Ticks,
+            files: vec![FileInfo {
+                url: "file:///d/symbol=S/date=2024-01-02/part-0.parquet".to_owned(),
+                size: 1,
+                e_tag: None,
+                date,
+                rows,
+                location: object_store::path::Path::from("symbol=S/date=2024-01-02/part-0.parquet"),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_shard_that_fits_the_cache_gets_units_sized_by_time() {
+        let sizing = UnitSizing {
+            unit_evals: 250_000_000,
+            parallelism: 2,
+            cache_bytes: 512 << 20,
+        };
+        // 1 M ticks (24 MB): 250 sets make a unit's 2.5e8 evaluations.
+        assert_eq!(
+            sizing.sets_per_unit(955, Some(&shard_of(1_000_000)), 4),
+            250
+        );
+        assert_eq!(sizing.sets_per_unit(955, None, 4), 478, "by parallelism");
+    }
+
+    #[test]
+    fn a_streamed_shard_gets_as_few_units_as_keep_the_scorers_busy() {
+        let streamed = UnitSizing {
+            unit_evals: 250_000_000,
+            parallelism: 2,
+            cache_bytes: 32 << 20,
+        };
+        // 10 M ticks (240 MB) over a 32 MiB cache: by time 25 sets, streamed each unit reads
+        // the whole history, so four shards on two scorers get one unit each,
+        let history = shard_of(10_000_000);
+        assert_eq!(streamed.sets_per_unit(955, Some(&history), 4), 955);
+        // and one shard two units, one per scorer.
+        assert_eq!(streamed.sets_per_unit(955, Some(&history), 1), 478);
+        let cached = UnitSizing {
+            cache_bytes: 1 << 30,
+            ..streamed
+        };
+        assert_eq!(cached.sets_per_unit(955, Some(&history), 4), 25);
+    }
+
+    #[test]
+    fn units_fit_the_buffer_of_ordered_outputs() {
+        let sizing = UnitSizing {
+            unit_evals: 250_000_000,
+            parallelism: 2,
+            cache_bytes: 512 << 20,
+        };
+        // 10 M sets on a shard of 6 000 ticks: 41 666 sets by time, three units in flight
+        // would overflow the buffer.
+        let sets = sizing.sets_per_unit(10_000_000, Some(&shard_of(6_000)), 1);
+        assert_eq!(sets, ORDERED_BUFFER / 6);
+        assert!(sets * 2 * 2 < ORDERED_BUFFER);
+        let cluster = UnitSizing {
+            parallelism: 16_000,
+            ..sizing
+        };
+        // On 16 000 scorers 10⁸ sets would make units of 6 250 sets: they keep 1 024, and the
+        // outputs are partly sorted at the end rather than units too thin to fill the lanes.
+        assert_eq!(
+            cluster.sets_per_unit(100_000_000, Some(&shard_of(6_000)), 1),
+            MIN_ORDERED_SPAN
+        );
+    }
 }

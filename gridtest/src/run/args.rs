@@ -7,6 +7,7 @@ use chrono::NaiveDate;
 
 use crate::cli::ClusterArgs;
 use crate::metrics::RankMetric;
+use crate::sweep::LeaderboardRows;
 
 use super::{DEFAULT_CACHE_MB, DEFAULT_UNIT_EVALS};
 
@@ -88,6 +89,16 @@ pub struct RunArgs {
     /// ratio of each set's daily returns (needs them recorded: not with --returns never).
     #[arg(help_heading = "Output", long, env = "GRIDTEST_RANK_BY")]
     pub rank_by: Option<RankMetric>,
+    /// Sets ranked in leaderboard.csv: the best N, or `all` (every cell is in results.parquet
+    /// whatever this says).
+    #[arg(
+        help_heading = "Output",
+        long,
+        env = "GRIDTEST_LEADERBOARD_ROWS",
+        value_name = "N|all",
+        default_value_t = LeaderboardRows::default()
+    )]
+    pub leaderboard_rows: LeaderboardRows,
     /// Rows of the leaderboard to print.
     #[arg(
         help_heading = "Output",

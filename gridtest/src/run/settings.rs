@@ -63,6 +63,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
             require_gpu: args.require_gpu,
         }),
         rank_by: args.rank_by.unwrap_or(RankMetric::Sharpe),
+        leaderboard_rows: args.leaderboard_rows,
         returns: crate::execute::ReturnsOptions {
             record: args.returns,
             memory_bytes: args.returns_memory << 20,

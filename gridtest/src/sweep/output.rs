@@ -23,10 +23,10 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext, col, lit};
 use futures::StreamExt;
 
-use self::board::{BoardSpool, SortedBoard, write_leaderboard};
+use self::board::{BoardSpool, SortedBoard, TopBoard, write_leaderboard};
 use self::cells::{CellWriter, SetText, ShardText};
 use super::SweepError;
-use super::leaderboard::{BestRows, LEADERBOARD_ROWS, Leaderboard, SetTally};
+use super::leaderboard::{BestRows, LEADERBOARD_ROWS, Leaderboard, LeaderboardRows, SetTally};
 use super::spool::{Spool, SpoolRow, decode};
 use crate::data::Shard;
 use crate::engine::CellFailure;
@@ -37,7 +37,7 @@ use crate::params::{Grid, ParamSet, ParamSetId, SetExpander};
 pub const RESULTS_CSV: &str = "results.csv";
 /// The cells, one row each, as Parquet.
 pub const RESULTS_PARQUET: &str = "results.parquet";
-/// Every parameter set, best first, as CSV.
+/// The best parameter sets (see [`LeaderboardRows`]), best first, as CSV.
 pub const LEADERBOARD_CSV: &str = "leaderboard.csv";
 /// The output files.
 pub const OUTPUT_FILES: [&str; 3] = [RESULTS_CSV, RESULTS_PARQUET, LEADERBOARD_CSV];
@@ -108,6 +108,8 @@ pub struct Subject<'a> {
     pub metric: RankMetric,
     /// The sweep's spec as JSON, written as `spec.json` and into `results.parquet`.
     pub spec_json: Option<&'a str>,
+    /// How many sets `leaderboard.csv` ranks.
+    pub leaderboard_rows: LeaderboardRows,
 }
 
 /// Renders the output files of `spool` into `dir` (created).
@@ -165,29 +167,40 @@ async fn conclude(
         ..
     } = pass;
     cells.finish()?;
-    let board = SortedBoard {
-        dir: &board_dir,
-        rows: board.finish()?,
-        memory: sort_memory,
-    };
-    let by_dsr = dsr.as_deref().filter(|_| metric == RankMetric::Dsr);
-    if let Some(dsr) = by_dsr {
-        by_dsr::rekey(&board_dir, dsr)?;
-    }
-    let keep = if by_dsr.is_some() {
-        LEADERBOARD_ROWS
-    } else {
-        0
-    };
     let path = rendered.dir.join(LEADERBOARD_CSV);
-    let top = write_leaderboard(&board, &expander, &axes, &path, (dsr.as_deref(), keep)).await?;
+    let by_dsr = dsr.as_deref().filter(|_| metric == RankMetric::Dsr);
+    let (ranked, top) = match board {
+        Board::Top(top) => (
+            top.write((&expander, &axes), &path, dsr.as_deref())?,
+            Vec::new(),
+        ),
+        Board::Spooled(spool, rows) => {
+            let board = SortedBoard {
+                dir: &board_dir,
+                rows: spool.finish()?,
+                memory: sort_memory,
+            };
+            if let Some(dsr) = by_dsr {
+                by_dsr::rekey(&board_dir, dsr)?;
+            }
+            let keep = if by_dsr.is_some() {
+                LEADERBOARD_ROWS
+            } else {
+                0
+            };
+            let rows = rows.of(usize::try_from(board.rows).unwrap_or(usize::MAX));
+            let what = (&expander, axes.as_slice());
+            let top = write_leaderboard(&board, what, &path, rows, (dsr.as_deref(), keep)).await?;
+            (board.rows, top)
+        }
+    };
     let _ = std::fs::remove_dir_all(&board_dir);
     rendered.leaderboard = if by_dsr.is_some() {
         Leaderboard {
             metric,
             axes,
             rows: top,
-            ranked: usize::try_from(board.rows).unwrap_or(usize::MAX),
+            ranked: usize::try_from(ranked).unwrap_or(usize::MAX),
             drawdown_sign: DrawdownSign::default(),
         }
     } else {
@@ -206,6 +219,27 @@ struct OpenSet {
     tally: SetTally,
 }
 
+/// Where each set's row goes as its cells pass.
+enum Board {
+    /// Kept among the best, when `leaderboard.csv` ranks the best sets by a metric known as
+    /// the cells pass.
+    Top(TopBoard),
+    /// Spooled, to be sorted at the end: every set ranked, or a ranking (DSR) known only then;
+    /// with the rows to write.
+    Spooled(BoardSpool, LeaderboardRows),
+}
+
+impl Board {
+    fn new(subject: &Subject<'_>, board_dir: &Path) -> Result<Self, SweepError> {
+        Ok(match subject.leaderboard_rows {
+            LeaderboardRows::Top(keep) if subject.metric != RankMetric::Dsr => {
+                Self::Top(TopBoard::new(keep, subject.metric))
+            }
+            rows => Self::Spooled(BoardSpool::create(board_dir, subject.metric)?, rows),
+        })
+    }
+}
+
 /// One pass over the cells in grid order: each is written out, and each set's figures summed.
 struct Pass {
     metric: RankMetric,
@@ -214,7 +248,7 @@ struct Pass {
     expander: SetExpander,
     shard_texts: Vec<ShardText>,
     cells: CellWriter,
-    board: BoardSpool,
+    board: Board,
     best: BestRows,
     board_dir: PathBuf,
     rendered: Rendered,
@@ -239,7 +273,7 @@ impl Pass {
             expander: subject.grid.expander(),
             shard_texts: subject.shards.iter().map(ShardText::new).collect(),
             cells: CellWriter::create(dir, subject.grid, subject.spec_json)?,
-            board: BoardSpool::create(&board_dir, subject.metric)?,
+            board: Board::new(subject, &board_dir)?,
             board_dir,
             best: BestRows::new(subject.metric, LEADERBOARD_ROWS),
             rendered: Rendered {
@@ -309,7 +343,10 @@ impl Pass {
     fn close_set(&mut self) -> Result<(), SweepError> {
         if let Some(open) = self.open.take() {
             let row = open.tally.row(open.set, open.id);
-            self.board.push(&row, open.position)?;
+            match &mut self.board {
+                Board::Top(top) => top.push(&row, open.position),
+                Board::Spooled(spool, _) => spool.push(&row, open.position)?,
+            }
             self.best.offer(row);
         }
         Ok(())

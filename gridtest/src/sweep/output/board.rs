@@ -1,5 +1,7 @@
-//! The leaderboard out of core: each set's row is spooled to Parquet parts as its cells pass,
-//! then DataFusion sorts the parts by rank into `leaderboard.csv`.
+//! The leaderboard: each set's row as its cells pass, either kept among the best rows in
+//! memory ([`TopBoard`], when `leaderboard.csv` ranks the best sets) or spooled to Parquet
+//! parts that DataFusion sorts by rank out of core ([`BoardSpool`], when it ranks every set
+//! or when the ranking, the deflated Sharpe ratio, is known only at the end).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -28,8 +30,8 @@ pub(super) struct BoardSpool {
     written: u64,
 }
 
-/// A leaderboard row as spooled: its sort key, where its set sits, and its figures.
-struct BoardRow {
+/// A leaderboard row as held or spooled: its sort key, where its set sits, and its figures.
+pub(super) struct BoardRow {
     incomplete: bool,
     key: f64,
     position: u64,
@@ -43,6 +45,122 @@ struct BoardRow {
 
 /// Board rows per part file.
 const BOARD_PART_ROWS: usize = 65_536;
+
+impl BoardRow {
+    fn new(row: &LeaderRow, position: u64, metric: RankMetric) -> Self {
+        let (incomplete, key) = rank_key(row, metric);
+        Self {
+            incomplete,
+            key,
+            position,
+            id: row.param_set_id.0,
+            shards: row.shards as u64,
+            failed: row.failed as u64,
+            trades: row.trades,
+            closed_trades: row.closed_trades,
+            figures: row.figures(),
+        }
+    }
+
+    /// The rank order of [`rank_order`](crate::sweep::leaderboard::rank_order), on the
+    /// precomputed key.
+    fn order(&self, other: &Self) -> std::cmp::Ordering {
+        self.incomplete
+            .cmp(&other.incomplete)
+            .then(self.key.total_cmp(&other.key))
+            .then(self.id.cmp(&other.id))
+    }
+
+    /// The leaderboard row, ranked `rank`, of the set `params`.
+    fn leader_row(
+        &self,
+        rank: usize,
+        params: crate::params::ParamSet,
+        dsr: Option<&HashMap<ParamSetId, f64>>,
+    ) -> LeaderRow {
+        let f = |k: usize| self.figures[k];
+        let id = ParamSetId(self.id);
+        LeaderRow {
+            rank,
+            params,
+            param_set_id: id,
+            shards: usize::try_from(self.shards).unwrap_or(usize::MAX),
+            failed: usize::try_from(self.failed).unwrap_or(usize::MAX),
+            score: f(0),
+            total_return: f(1),
+            sharpe: f(2),
+            sortino: f(3),
+            max_drawdown: f(4),
+            worst_drawdown: f(5),
+            trades: self.trades,
+            closed_trades: self.closed_trades,
+            win_rate: f(6),
+            profit_factor: f(7),
+            exposure: f(8),
+            dsr: dsr.and_then(|d| d.get(&id).copied()),
+        }
+    }
+}
+
+/// The best `keep` sets' rows, held in memory as their cells pass: `leaderboard.csv` when it
+/// ranks the best sets only, without spooling or sorting every set's row. Holds at most twice
+/// `keep` rows (about 130 bytes each) between two trims.
+pub(super) struct TopBoard {
+    keep: usize,
+    metric: RankMetric,
+    rows: Vec<BoardRow>,
+    seen: u64,
+}
+
+impl TopBoard {
+    pub(super) fn new(keep: usize, metric: RankMetric) -> Self {
+        Self {
+            keep: keep.max(1),
+            metric,
+            rows: Vec::new(),
+            seen: 0,
+        }
+    }
+
+    pub(super) fn push(&mut self, row: &LeaderRow, position: u64) {
+        self.seen += 1;
+        self.rows.push(BoardRow::new(row, position, self.metric));
+        if self.rows.len() >= 2 * self.keep {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        self.rows.sort_unstable_by(BoardRow::order);
+        self.rows.truncate(self.keep);
+    }
+
+    /// Writes the best rows to `path`, with their DSR when `dsr` gives them; returns the sets
+    /// ranked.
+    pub(super) fn write(
+        mut self,
+        (expander, axes): (&SetExpander, &[String]),
+        path: &Path,
+        dsr: Option<&HashMap<ParamSetId, f64>>,
+    ) -> Result<u64, SweepError> {
+        self.trim();
+        let file = File::create(path).map_err(|e| output_error(path, e))?;
+        let mut out =
+            LeaderCsv::new(BufWriter::new(file), axes).map_err(|e| output_error(path, e))?;
+        for (rank, row) in (1..).zip(&self.rows) {
+            let params = expander.set_at(row.position).ok_or_else(|| {
+                output_error(
+                    path,
+                    format!("no parameter set at position {}", row.position),
+                )
+            })?;
+            out.write(&row.leader_row(rank, params, dsr))
+                .map_err(|e| output_error(path, e))?;
+        }
+        out.finish().map_err(|e| output_error(path, e))?;
+        Ok(self.seen)
+    }
+}
 
 impl BoardSpool {
     pub(super) fn create(dir: &Path, metric: RankMetric) -> Result<Self, SweepError> {
@@ -58,18 +176,7 @@ impl BoardSpool {
     }
 
     pub(super) fn push(&mut self, row: &LeaderRow, position: u64) -> Result<(), SweepError> {
-        let (incomplete, key) = rank_key(row, self.metric);
-        self.rows.push(BoardRow {
-            incomplete,
-            key,
-            position,
-            id: row.param_set_id.0,
-            shards: row.shards as u64,
-            failed: row.failed as u64,
-            trades: row.trades,
-            closed_trades: row.closed_trades,
-            figures: row.figures(),
-        });
+        self.rows.push(BoardRow::new(row, position, self.metric));
         if self.rows.len() >= BOARD_PART_ROWS {
             self.flush()?;
         }
@@ -159,13 +266,13 @@ pub(super) struct SortedBoard<'a> {
     pub(super) memory: usize,
 }
 
-/// Writes `leaderboard.csv` from the board parts: every set, best first, with its DSR when
-/// `dsr` gives them; returns the first `keep` rows.
+/// Writes `leaderboard.csv` from the board parts: the first `rows` sets, best first, with
+/// their DSR when `dsr` gives them; returns the first `keep` rows.
 pub(super) async fn write_leaderboard(
     board: &SortedBoard<'_>,
-    expander: &SetExpander,
-    axes: &[String],
+    (expander, axes): (&SetExpander, &[String]),
     path: &Path,
+    rows: usize,
     (dsr, keep): (Option<&HashMap<ParamSetId, f64>>, usize),
 ) -> Result<Vec<LeaderRow>, SweepError> {
     let mut top = Vec::new();
@@ -175,7 +282,9 @@ pub(super) async fn write_leaderboard(
     let by = ["incomplete", "key", "param_set_id"];
     let mut stream = sorted(dir, board.rows, &by, board.memory, None).await?;
     let mut rank = 0;
-    while let Some(batch) = next_batch(&mut stream, dir).await? {
+    while rank < rows
+        && let Some(batch) = next_batch(&mut stream, dir).await?
+    {
         let u64s = |name: &str| {
             batch
                 .column_by_name(name)
@@ -195,33 +304,28 @@ pub(super) async fn write_leaderboard(
             })
             .collect::<Result<_, _>>()?;
         for i in 0..batch.num_rows() {
+            if rank >= rows {
+                break;
+            }
             rank += 1;
-            let params = expander.set_at(position.value(i)).ok_or_else(|| {
-                output_error(
-                    dir,
-                    format!("no parameter set at position {}", position.value(i)),
-                )
-            })?;
-            let f = |k: usize| figures[k].value(i);
-            let row = LeaderRow {
-                rank,
-                params,
-                param_set_id: ParamSetId(id.value(i)),
-                shards: usize::try_from(shards.value(i)).unwrap_or(usize::MAX),
-                failed: usize::try_from(failed.value(i)).unwrap_or(usize::MAX),
-                score: f(0),
-                total_return: f(1),
-                sharpe: f(2),
-                sortino: f(3),
-                max_drawdown: f(4),
-                worst_drawdown: f(5),
+            let row = BoardRow {
+                incomplete: false,
+                key: 0.0,
+                position: position.value(i),
+                id: id.value(i),
+                shards: shards.value(i),
+                failed: failed.value(i),
                 trades: trades.value(i),
                 closed_trades: closed.value(i),
-                win_rate: f(6),
-                profit_factor: f(7),
-                exposure: f(8),
-                dsr: dsr.and_then(|d| d.get(&ParamSetId(id.value(i))).copied()),
+                figures: std::array::from_fn(|k| figures[k].value(i)),
             };
+            let params = expander.set_at(row.position).ok_or_else(|| {
+                output_error(
+                    dir,
+                    format!("no parameter set at position {}", row.position),
+                )
+            })?;
+            let row = row.leader_row(rank, params, dsr);
             out.write(&row).map_err(|e| output_error(path, e))?;
             if top.len() < keep {
                 top.push(row);

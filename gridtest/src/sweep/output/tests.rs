@@ -70,6 +70,7 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
         shards: &shards,
         metric: RankMetric::Sharpe,
         spec_json: None,
+        leaderboard_rows: LeaderboardRows::All,
     };
     let out = work.path().join("out");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -113,6 +114,39 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
     check_cell_files(&out, &places);
     let by_set: BTreeMap<_, _> = naive.iter().map(|r| (r.2, r.0)).collect();
     assert_eq!(by_set.len(), places.len(), "set ids are distinct");
+
+    // The best rows only (the default's kind): the same first rows, held without a sort.
+    let top = Subject {
+        leaderboard_rows: LeaderboardRows::Top(5_000),
+        ..subject
+    };
+    let out = work.path().join("top");
+    let rendered = runtime
+        .block_on(render_within(&spool, &top, &out, 4 << 20))
+        .unwrap();
+    let ids: Vec<String> = csv::Reader::from_path(out.join(LEADERBOARD_CSV))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap()[id_col].to_owned())
+        .collect();
+    assert_eq!(ids, expected_ids[..5_000], "the best 5 000 sets, in order");
+    assert_eq!(
+        rendered.leaderboard.ranked,
+        places.len(),
+        "every set ranked"
+    );
+    let held: Vec<String> = rendered
+        .leaderboard
+        .rows
+        .iter()
+        .map(|r| r.params.id().to_string())
+        .collect();
+    assert_eq!(held, expected_ids[..LEADERBOARD_ROWS], "the best rows held");
+    assert!(
+        !out.join(".board").exists(),
+        "nothing spooled for the board"
+    );
+    check_cell_files(&out, &places);
 }
 
 /// A spool of every set's two cells, pushed out of order: a stride coprime with the count
@@ -239,6 +273,7 @@ fn outputs_written_during_the_sweep_equal_those_rendered_at_the_end() {
         shards: &shards,
         metric: RankMetric::Sharpe,
         spec_json: None,
+        leaderboard_rows: LeaderboardRows::default(),
     };
     let work = tempfile::tempdir().unwrap();
     let cells = unit_order(&shards, &places);
