@@ -33,7 +33,9 @@ use crate::sweep::{
 };
 
 use actors::run_actors;
-pub use estimate::{CALIBRATION_SETS, Calibration, MemoryEstimate, SweepEstimate, estimate};
+pub use estimate::{
+    CALIBRATION_EVENTS, CALIBRATION_SETS, Calibration, MemoryEstimate, SweepEstimate, estimate,
+};
 #[cfg(feature = "cluster")]
 pub(crate) use halving::run_halving;
 pub use halving::run_search;

@@ -81,21 +81,39 @@ pub(crate) async fn tag_contents(
     }
     let dataset = dataset.clone();
     tokio::task::spawn_blocking(move || {
-        objects
-            .into_iter()
-            .map(|mut object| {
-                let url = dataset.object_url(&object.meta.location);
-                let unreadable = |reason: String| DataError::Unreadable {
-                    file: url.clone(),
-                    reason,
-                };
-                let path = super::layout::local_path(&object.meta.location);
-                let stat = object.meta.e_tag.take().unwrap_or_default();
-                let tag = content_tag(&path, &stat).map_err(|e| unreadable(e.to_string()))?;
-                object.meta.e_tag = Some(tag);
-                Ok(object)
-            })
-            .collect()
+        let tag = |mut object: DataObject| {
+            let url = dataset.object_url(&object.meta.location);
+            let path = super::layout::local_path(&object.meta.location);
+            let stat = object.meta.e_tag.take().unwrap_or_default();
+            let tag = content_tag(&path, &stat).map_err(|e| DataError::Unreadable {
+                file: url,
+                reason: e.to_string(),
+            })?;
+            object.meta.e_tag = Some(tag);
+            Ok(object)
+        };
+        // Files are hashed on every core, each thread a run of them, in order.
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let per_thread = objects.len().div_ceil(threads).max(1);
+        let mut objects = objects.into_iter();
+        let runs: Vec<Vec<DataObject>> = std::iter::from_fn(|| {
+            let run: Vec<_> = objects.by_ref().take(per_thread).collect();
+            (!run.is_empty()).then_some(run)
+        })
+        .collect();
+        std::thread::scope(|scope| {
+            let hashing: Vec<_> = runs
+                .into_iter()
+                .map(|run| {
+                    scope.spawn(move || run.into_iter().map(tag).collect::<Result<Vec<_>>>())
+                })
+                .collect();
+            let mut tagged = Vec::new();
+            for thread in hashing {
+                tagged.extend(thread.join().expect("hashing a file does not panic")?);
+            }
+            Ok(tagged)
+        })
     })
     .await
     .map_err(|e| DataError::InvalidLocation {

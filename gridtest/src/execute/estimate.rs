@@ -1,7 +1,8 @@
 //! What a sweep will cost, before it runs (`--dry-run`): the dataset listed and every shard's
 //! footers read as for a run, the grid counted, the units the work would be cut into counted
-//! (without walking the grid: a dry run of 10¹⁰ sets answers at once), and the engine timed on
-//! the smallest shard with a few of the grid's sets to extrapolate the time.
+//! (without walking the grid: a dry run of 10¹⁰ sets answers at once) with the bytes they
+//! would read, and the engine timed on the first days of the smallest shard with a few of the
+//! grid's sets to extrapolate the time.
 
 use std::time::Instant;
 
@@ -10,12 +11,16 @@ use serde::Serialize;
 use super::RunOptions;
 use super::plan::plan;
 use super::units::{UnitSizing, count_units};
-use crate::data::{ShardInfo, ShardReader};
+use crate::data::{Shard, ShardInfo, ShardReader};
 use crate::error::Result;
 use crate::sweep::{CellOutcome, Sweep, SweepId};
 
 /// Parameter sets timed on one shard to estimate the engine's speed.
 pub const CALIBRATION_SETS: usize = 16;
+
+/// Events the calibration reads at most: the first days of the smallest shard that hold no
+/// more (at least one day), so that a long history is not loaded to time the engine.
+pub const CALIBRATION_EVENTS: u64 = 1 << 20;
 
 /// A sweep planned but not run.
 #[derive(Clone, Debug, Serialize)]
@@ -162,11 +167,31 @@ pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate>
     })
 }
 
-/// Times the engine on the smallest readable shard with the grid's first
-/// [`CALIBRATION_SETS`] sets (at least a tenth of a second of work, repeated if faster).
+/// The first days of `info`'s shard holding at most `events` events (at least its first day);
+/// a universe whole.
+fn leading_days(info: &ShardInfo, events: u64) -> Shard {
+    let shard = &info.shard;
+    if shard.is_universe() {
+        return shard.clone();
+    }
+    let mut last = shard.first();
+    let mut held = 0u64;
+    for file in &info.files {
+        held += file.rows;
+        if held > events && file.date > shard.first() {
+            break;
+        }
+        last = file.date;
+    }
+    Shard::new(shard.symbol(), shard.first(), last.min(shard.last()))
+}
+
+/// Times the engine on the first days of the smallest readable shard (at most
+/// [`CALIBRATION_EVENTS`] events) with the grid's first [`CALIBRATION_SETS`] sets (at least a
+/// tenth of a second of work, repeated if faster).
 async fn calibrate(plan: &super::plan::Plan, readable: &[&ShardInfo]) -> Option<Calibration> {
     let smallest = readable.iter().min_by_key(|i| i.n_rows())?;
-    let shard = plan.spec.shards.iter().find(|s| **s == smallest.shard)?;
+    let shard = &leading_days(smallest, CALIBRATION_EVENTS);
     // A shard whose footers failed is already among the unreadable ones; one that fails only
     // now (its rows) is said here, since the estimate then has no speed.
     let loaded = match ShardReader::try_new(&plan.dataset) {
@@ -181,8 +206,8 @@ async fn calibrate(plan: &super::plan::Plan, readable: &[&ShardInfo]) -> Option<
         }
     };
     let sets: Vec<_> = plan.spec.grid.iter().take(CALIBRATION_SETS).collect();
-    let n_sets = sets.len();
-    if n_sets == 0 || data.n_rows() == 0 {
+    let (n_sets, rows) = (sets.len(), data.n_rows());
+    if n_sets == 0 || rows == 0 {
         return None;
     }
     let run = plan.strategy.run;
@@ -198,7 +223,7 @@ async fn calibrate(plan: &super::plan::Plan, readable: &[&ShardInfo]) -> Option<
     })
     .await
     .ok()?;
-    let evaluations = repeats * smallest.n_rows() * n_sets as u64;
+    let evaluations = repeats * rows * n_sets as u64;
     Some(Calibration {
         shard: shard.to_string(),
         sets: n_sets,

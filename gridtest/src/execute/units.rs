@@ -59,6 +59,11 @@ pub(super) struct UnitSizing {
 }
 
 impl UnitSizing {
+    /// Whether a node streams `shard` rather than holding it: it is larger than the cache.
+    fn streams(&self, shard: &ShardInfo) -> bool {
+        shard.bytes_in_memory() > self.cache_bytes
+    }
+
     /// Parameter sets per unit of a shard (`None`: unreadable, any size will do).
     ///
     /// A shard that fits the cache is read once per node and shared, so units are sized by
@@ -69,8 +74,7 @@ impl UnitSizing {
     fn sets_per_unit(&self, n_sets: usize, info: Option<&ShardInfo>, n_shards: usize) -> usize {
         let rows = info.map_or(0, ShardInfo::n_rows);
         let by_time = chunk_size(n_sets, rows, self.unit_evals, self.parallelism);
-        let streamed = info.is_some_and(|i| i.bytes_in_memory() > self.cache_bytes);
-        let sets = if streamed {
+        let sets = if info.is_some_and(|i| self.streams(i)) {
             let units = self.parallelism.div_ceil(n_shards.max(1)).max(1);
             by_time.max(n_sets.div_ceil(units))
         } else {
@@ -112,7 +116,7 @@ pub(super) fn count_units(plan: &Plan, sizing: UnitSizing) -> UnitCount {
             .saturating_add(rows.saturating_mul(plan.n_sets as u64));
         if let Some(info) = info {
             let bytes: u64 = info.files.iter().map(|f| f.size).sum();
-            let reads = if info.bytes_in_memory() > sizing.cache_bytes {
+            let reads = if sizing.streams(info) {
                 units as u64
             } else {
                 1
@@ -154,6 +158,7 @@ pub(super) fn plan_units(
         let todo = n_sets.saturating_sub(done_here);
         planned.evaluations += rows * todo as u64;
         let sets = sizing.sets_per_unit(todo, info.as_ref().ok(), plan.spec.shards.len());
+        let streamed = info.as_ref().is_ok_and(|i| sizing.streams(i));
         let chunk = u32::try_from(sets).unwrap_or(u32::MAX);
         let whole = 0..plan.spec.grid.product_len() as u64;
         // Each set of the grid in order, with whether it is final already.
@@ -199,6 +204,7 @@ pub(super) fn plan_units(
                 shard: shard.clone(),
                 sets,
                 files_digest: Some(digest.clone()),
+                streamed,
             };
             runs.push((first, ordinal, unit));
         }

@@ -104,6 +104,10 @@ pub struct WorkUnit {
     /// shard does not run the unit. `None`: not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_digest: Option<String>,
+    /// Its shard is larger than a node's cache, so the unit streams the whole history: it is
+    /// never cut into pieces at the sweep's tail, each of which would read it all again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streamed: bool,
 }
 
 impl WorkUnit {

@@ -110,6 +110,7 @@ impl Ledger {
             shard: shard.clone(),
             sets: SetSpan::Listed(retry),
             files_digest: self.files_digests.get(&shard.id()).cloned(),
+            streamed: false,
         };
         self.add(unit, false);
     }

@@ -89,7 +89,8 @@ impl Ledger {
         };
         let len = entry.unit.sets.len();
         let floor = entry.floor;
-        if share >= len || entry.open_count != len || entry.state != UnitState::Pending {
+        let pending = entry.open_count == len && entry.state == UnitState::Pending;
+        if share >= len || !pending || entry.unit.streamed {
             return;
         }
         let smallest = floor.max(self.budget_floor());
@@ -116,6 +117,7 @@ impl Ledger {
             shard,
             sets: tail,
             files_digest,
+            streamed: false,
         };
         self.add(unit, true);
         if let Some(entry) = self.units.get_mut(&rest) {

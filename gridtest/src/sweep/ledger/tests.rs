@@ -35,6 +35,7 @@ pub(super) fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
                     count: per_unit as u32,
                 },
                 files_digest: None,
+                streamed: false,
             }
         })
         .collect()
@@ -56,6 +57,7 @@ pub(super) fn constrained(n: i64, count: u32) -> (Grid, WorkUnit) {
         shard: shard(),
         sets: SetSpan::Run { first, count },
         files_digest: None,
+        streamed: false,
     };
     (g, run)
 }

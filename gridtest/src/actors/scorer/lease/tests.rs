@@ -49,6 +49,7 @@ fn unit(id: u32) -> WorkUnit {
         shard: Shard::new("S", day, day),
         sets: SetSpan::Run { first, count: 4 },
         files_digest: None,
+        streamed: false,
     }
 }
 

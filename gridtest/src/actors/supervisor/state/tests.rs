@@ -74,6 +74,7 @@ fn state_over(wait_for_nodes: usize, symbols: [&str; 4]) -> SupervisorState {
                 count: 2,
             },
             files_digest: None,
+            streamed: false,
         })
         .collect();
     let context = SweepContext {

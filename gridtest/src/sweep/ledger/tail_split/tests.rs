@@ -61,6 +61,25 @@ fn a_lease_takes_no_more_than_its_share_once_the_queue_runs_dry() {
 }
 
 #[test]
+fn a_unit_that_streams_its_history_is_never_cut() {
+    // As above, but every unit streams its shard: a piece would read the history again.
+    let (n_units, per_unit) = (4, 8);
+    let streamed = units(n_units, per_unit)
+        .into_iter()
+        .map(|u| WorkUnit {
+            streamed: true,
+            ..u
+        })
+        .collect();
+    let mut l = Ledger::new(grid(n_units, per_unit), streamed).with_tail_splitting(true);
+    let sizes: Vec<_> = std::iter::from_fn(|| l.lease(&w("n", "0"), &[]))
+        .map(|u| u.sets.len())
+        .collect();
+    assert_eq!(sizes, [8, 8, 8, 8]);
+    assert_eq!(l.stats().split, 0);
+}
+
+#[test]
 fn a_cut_run_of_a_constrained_grid_resumes_at_the_right_position() {
     // 4 × 4 product, `a < b`: positions 1, 2, 3, 6, 7, 11 are sets 0..6.
     let (g, run) = constrained(4, 6);
