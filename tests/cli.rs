@@ -451,3 +451,57 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `--leaderboard-rows 7`: `leaderboard.csv` holds the 7 best sets, those a ranking of every
+/// cell in `results.csv` gives (mean Sharpe over the two symbols, best first), while every cell
+/// stays in the results.
+#[test]
+fn the_leaderboard_file_holds_the_best_rows_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&sweep()
+        .args(["--data", &data(), "--no-progress", "--threads", "2"])
+        .args(["--fast-max", "10", "--leaderboard-rows", "7", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let mut cells = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let headers = cells.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (id_at, sharpe_at) = (at("param_set_id"), at("sharpe"));
+    // Per set, in the files' order (set, then symbol): the sum of its Sharpe ratios.
+    let mut sums: Vec<(String, f64, u32)> = Vec::new();
+    for record in cells.records() {
+        let record = record.unwrap();
+        let (id, sharpe) = (&record[id_at], record[sharpe_at].parse::<f64>().unwrap());
+        match sums.last_mut() {
+            Some((last, sum, n)) if last == id => {
+                *sum += sharpe;
+                *n += 1;
+            }
+            _ => sums.push((id.to_owned(), sharpe, 1)),
+        }
+    }
+    assert!(
+        sums.len() > 7 && sums.iter().all(|s| s.2 == 2),
+        "every cell of every set"
+    );
+    let mut ranked: Vec<(f64, String)> = sums
+        .into_iter()
+        .map(|(id, sum, n)| (sum / f64::from(n), id))
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let expected: Vec<String> = ranked.into_iter().take(7).map(|r| r.1).collect();
+    let mut board = csv::Reader::from_path(out.join("leaderboard.csv")).unwrap();
+    let id_at = board
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "param_set_id")
+        .unwrap();
+    let held: Vec<String> = board
+        .records()
+        .map(|r| r.unwrap()[id_at].to_owned())
+        .collect();
+    assert_eq!(held, expected);
+}

@@ -121,7 +121,23 @@ struct PageData<'a> {
 /// [`SweepError::Output`] if the leaderboard cannot be read or the page written.
 pub fn write(dir: &Path, input: ReportInput<'_>) -> Result<(), SweepError> {
     let axes: Vec<String> = input.grid.axes().iter().map(|a| a.name.clone()).collect();
-    let (points, points_note) = read_points(&dir.join(LEADERBOARD_CSV), &axes)?;
+    let (points, points_note) = if input.leaderboard.ranked > MAX_POINTS {
+        let note = format!("the grid has more than {MAX_POINTS} sets: no heatmap in the page");
+        (Vec::new(), note)
+    } else {
+        let (points, note) = read_points(&dir.join(LEADERBOARD_CSV), &axes)?;
+        let ranked = input.leaderboard.ranked;
+        if note.is_empty() && points.len() < ranked {
+            let note = format!(
+                "leaderboard.csv holds the best {} of the {ranked} sets (--leaderboard-rows): \
+                 the heatmap shows those",
+                points.len()
+            );
+            (points, note)
+        } else {
+            (points, note)
+        }
+    };
     let expander = input.grid.expander();
     let name_of = |returns: &SetReturns, index: u64| -> String {
         returns
