@@ -3,7 +3,8 @@
 //! swept with the W1 grid by the `sma_crossover` binary twice — with a cache too small for any
 //! symbol's history (`--cache-mb 32`: every unit streams its shard) and with one that holds
 //! every shard — and compared: bytes read from the dataset against its size (from each run's
-//! `cost.json`), throughput, peak RSS of the process (`VmHWM`), and every cell equal.
+//! `cost.json`; a dry run hashes the files for their content tags first), throughput, peak RSS
+//! of the process (`VmHWM`), and every cell equal.
 //!
 //! ```text
 //! cargo build --release -p gridtest-examples --examples
@@ -191,6 +192,15 @@ fn main() -> anyhow::Result<()> {
         "--small-cache-mb {} holds a whole history ({history_mib} MiB)",
         args.small_cache_mb
     );
+    // A dry run hashes every file for its content tag (cached by file version), so that both
+    // measured runs read only what their units need.
+    let dry = Command::new(&binary)
+        .arg("--data")
+        .arg(&args.data)
+        .args(["--dry-run", "-q"])
+        .stdout(Stdio::null())
+        .status()?;
+    ensure!(dry.success(), "the dry run failed ({dry})");
     println!("| cache | peak RSS | wall | compute | evaluations/s | bytes read | × dataset |");
     println!("|---|---|---|---|---|---|---|");
     let mut runs = Vec::new();

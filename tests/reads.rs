@@ -21,10 +21,12 @@ fn parquet_bytes(root: &Path) -> u64 {
     total
 }
 
-/// Runs the W1 example on `data` into `out`; returns what its status file and stdout say.
-fn sweep(dir: &Path, out: &str) -> (DataReads, String) {
+/// Runs the W1 example on `data` into `out` with `args`; returns what its status file and
+/// stdout say.
+fn sweep(dir: &Path, out: &str, args: &[&str]) -> (DataReads, String) {
     let status = dir.join(format!("{out}.jsonl"));
     let o = Command::new(example_binary("sma_crossover"))
+        .args(args)
         .args(["--no-progress", "--threads", "2", "--data"])
         .arg(dir.join("ticks"))
         .arg("--out")
@@ -47,7 +49,7 @@ fn a_sweep_reports_the_bytes_it_read_against_the_dataset() {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&w1_smoke().0, &dir.path().join("ticks"));
     let dataset = parquet_bytes(&dir.path().join("ticks"));
-    let (first, stdout) = sweep(dir.path(), "first");
+    let (first, stdout) = sweep(dir.path(), "first", &[]);
     assert_eq!(first.dataset_bytes, dataset);
     // The first run hashes every file for its content tag, then reads the columns.
     assert!(
@@ -73,10 +75,33 @@ fn a_sweep_reports_the_bytes_it_read_against_the_dataset() {
     assert_eq!(cost["reads"]["dataset_bytes"], dataset);
     assert_eq!(cost["read_ratio"].as_f64().unwrap(), first.ratio());
     // Again, with the tags cached: the columns and footers only, about one dataset less.
-    let (again, _) = sweep(dir.path(), "again");
+    let (again, _) = sweep(dir.path(), "again", &[]);
     assert_eq!(again.dataset_bytes, dataset);
     assert!(
         again.bytes_read >= dataset && again.bytes_read + dataset * 9 / 10 <= first.bytes_read,
         "{again:?} after {first:?}"
     );
+}
+
+/// A history larger than the cache is streamed by every unit that needs it, so such a shard
+/// gets as few units as keep the scorers busy, never cut at the tail: with no cache at all and
+/// units of a few thousand evaluations (which would cut each shard into 239 units), the sweep
+/// reads about what the one that holds both shards reads, and computes the same cells.
+#[test]
+fn a_history_larger_than_the_cache_is_read_about_once() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&w1_smoke().0, &dir.path().join("ticks"));
+    let dataset = parquet_bytes(&dir.path().join("ticks"));
+    let small_units = ["--unit-evals", "10000"];
+    let (held, _) = sweep(dir.path(), "held", &small_units);
+    let streamed_args = ["--unit-evals", "10000", "--cache-mb", "0"];
+    let (streamed, _) = sweep(dir.path(), "streamed", &streamed_args);
+    assert_eq!(streamed.dataset_bytes, dataset);
+    // `held` hashed every file first (one dataset more) and then read each shard once.
+    assert!(
+        streamed.bytes_read <= held.bytes_read - dataset * 9 / 10 + dataset / 10,
+        "streamed {streamed:?}, held {held:?}"
+    );
+    let results = |out: &str| std::fs::read(dir.path().join(out).join("results.csv")).unwrap();
+    assert_eq!(results("streamed"), results("held"), "the same cells");
 }

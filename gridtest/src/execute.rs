@@ -175,6 +175,21 @@ pub(crate) async fn execute(
     results
 }
 
+/// How this run's units are sized: for its scorers (a cluster's head assumes at least
+/// [`MIN_CLUSTER_SCORERS`]) and its node's cache.
+fn unit_sizing(opts: &RunOptions, setup: &NodeSetup) -> units::UnitSizing {
+    let parallelism = if setup.cluster {
+        setup.scorers.max(MIN_CLUSTER_SCORERS)
+    } else {
+        setup.scorers.max(1)
+    };
+    units::UnitSizing {
+        unit_evals: opts.unit_evals,
+        parallelism,
+        cache_bytes: opts.cache_bytes,
+    }
+}
+
 /// The part of [`execute`] that holds the sweep's lease: units planned (resumed cells
 /// skipped), actors run until every cell is final or the run is cancelled, outputs rendered.
 async fn compute(
@@ -184,27 +199,14 @@ async fn compute(
     loader: &ActorRef<ShardLoaderMsg>,
 ) -> Result<SweepResults> {
     let (log, done) = open_ledger(&plan, opts).await?;
-    let parallelism = if setup.cluster {
-        setup.scorers.max(MIN_CLUSTER_SCORERS)
-    } else {
-        setup.scorers.max(1)
-    };
-    let sizing = units::UnitSizing {
-        unit_evals: opts.unit_evals,
-        parallelism,
-        cache_bytes: opts.cache_bytes,
-    };
-    let units::UnitCount {
-        units: units_expected,
-        evaluations,
-        ..
-    } = units::count_units(&plan, sizing);
+    let sizing = unit_sizing(opts, setup);
+    let count = units::count_units(&plan, sizing);
     tracing::info!(
         param_sets = plan.n_sets,
         shards = plan.spec.shards.len(),
         cells = plan.n_sets.saturating_mul(plan.spec.shards.len()),
-        evaluations,
-        units = units_expected,
+        evaluations = count.evaluations,
+        units = count.units,
         resumed = done.len(),
         "cutting the sweep into units (a signal stops it)"
     );

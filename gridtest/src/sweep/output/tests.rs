@@ -114,20 +114,37 @@ fn outputs_match_a_naive_ranking_with_spilling_sorts() {
     check_cell_files(&out, &places);
     let by_set: BTreeMap<_, _> = naive.iter().map(|r| (r.2, r.0)).collect();
     assert_eq!(by_set.len(), places.len(), "set ids are distinct");
+}
 
-    // The best rows only (the default's kind): the same first rows, held without a sort.
+#[test]
+fn the_best_rows_only_are_held_as_the_cells_pass_without_a_sort() {
+    let (grid, places) = grid_and_places(400, 300);
+    let shards = shards();
+    let work = tempfile::tempdir().unwrap();
+    let spool = scrambled_spool(&work.path().join("cells"), &shards, &places);
     let top = Subject {
+        grid: &grid,
+        shards: &shards,
+        metric: RankMetric::Sharpe,
+        spec_json: None,
         leaderboard_rows: LeaderboardRows::Top(5_000),
-        ..subject
     };
     let out = work.path().join("top");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let rendered = runtime
         .block_on(render_within(&spool, &top, &out, 4 << 20))
         .unwrap();
+    let expected_ids: Vec<String> = naive_ranking(&places)
+        .iter()
+        .map(|r| r.2.to_string())
+        .collect();
     let ids: Vec<String> = csv::Reader::from_path(out.join(LEADERBOARD_CSV))
         .unwrap()
-        .records()
-        .map(|r| r.unwrap()[id_col].to_owned())
+        .into_deserialize::<std::collections::HashMap<String, String>>()
+        .map(|r| r.unwrap()["param_set_id"].clone())
         .collect();
     assert_eq!(ids, expected_ids[..5_000], "the best 5 000 sets, in order");
     assert_eq!(
