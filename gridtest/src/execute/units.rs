@@ -70,7 +70,8 @@ impl UnitSizing {
     /// time ([`chunk_size`]). A larger one is streamed by each unit in full: its sets are cut
     /// into as few units as keep the scorers busy (`parallelism` over the shards), so that the
     /// history is read about once per scorer that needs a share of it, not once per slice of
-    /// the time budget. Both within [`ordered_span`].
+    /// the time budget. Units sized by time stay within [`ordered_span`]; a streamed shard's
+    /// do not (another read of the history costs more than sorting some outputs at the end).
     fn sets_per_unit(&self, n_sets: usize, info: Option<&ShardInfo>, n_shards: usize) -> usize {
         let rows = info.map_or(0, ShardInfo::n_rows);
         let by_time = chunk_size(n_sets, rows, self.unit_evals, self.parallelism);
@@ -78,9 +79,9 @@ impl UnitSizing {
             let units = self.parallelism.div_ceil(n_shards.max(1)).max(1);
             by_time.max(n_sets.div_ceil(units))
         } else {
-            by_time
+            by_time.min(ordered_span(self.parallelism))
         };
-        sets.min(ordered_span(self.parallelism)).max(1)
+        sets.max(1)
     }
 }
 
@@ -340,6 +341,11 @@ mod tests {
             ..streamed
         };
         assert_eq!(cached.sets_per_unit(955, Some(&history), 4), 25);
+        // Many sets: the history is still read once per scorer, whatever the outputs' buffer.
+        assert_eq!(
+            streamed.sets_per_unit(1_000_000, Some(&history), 1),
+            500_000
+        );
     }
 
     #[test]
