@@ -4,6 +4,7 @@
 //! bar path: fills at the open, marks at the close, intrabar moves).
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 /// Parameters.
 #[derive(Params, Clone, Debug)]
@@ -18,7 +19,8 @@ pub struct BreakoutParams {
 
 /// State: the channels of the bars before the current one (monotonic deques: O(1) amortised
 /// per bar, where a scan of the channel is O(entry + exit)) and the current position.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct Breakout {
     entry: usize,
     exit: usize,
@@ -30,7 +32,7 @@ pub struct Breakout {
     position: f64,
 }
 
-#[gridtest::strategy(name = "breakout", version = "1")]
+#[gridtest::strategy(name = "breakout", version = "1", carry)]
 impl Strategy for Breakout {
     type Params = BreakoutParams;
     type Feed = Bars;

@@ -3,6 +3,7 @@
 //! CPU and a GPU implementation.
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 /// Parameters.
 #[derive(Params, Clone, Debug)]
@@ -14,13 +15,14 @@ pub struct MomentumParams {
 }
 
 /// State: the parameters, the threshold as a fraction.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct Momentum {
     window: usize,
     threshold: f64,
 }
 
-#[gridtest::strategy(name = "momentum", version = "1")]
+#[gridtest::strategy(name = "momentum", version = "1", carry)]
 impl Strategy for Momentum {
     type Params = MomentumParams;
     type Feed = Ticks;

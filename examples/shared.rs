@@ -6,18 +6,20 @@
 //! cell is bit-identical; what changes is the work per event.
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 use crate::breakout::channel_position;
 use crate::{BreakoutParams, MomentumParams, SmaParams};
 
 /// The W1 crossover on shared means: long when the mean of the last `fast` prices is above
 /// the mean of the last `slow` (both windows full), flat otherwise.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct SmaCrossoverShared {
     warm_up: u64,
 }
 
-#[gridtest::strategy(name = "sma_crossover_shared", version = "1")]
+#[gridtest::strategy(name = "sma_crossover_shared", version = "1", carry)]
 impl Strategy for SmaCrossoverShared {
     type Params = SmaParams;
     type Feed = Ticks;
@@ -91,13 +93,14 @@ impl Series<Ticks> for PriceChange {
 
 /// Time-series momentum on a shared price change: long above `threshold_bps`, short below its
 /// negative, flat in between.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct MomentumShared {
     window: u64,
     threshold: f64,
 }
 
-#[gridtest::strategy(name = "momentum_shared", version = "1")]
+#[gridtest::strategy(name = "momentum_shared", version = "1", carry)]
 impl Strategy for MomentumShared {
     type Params = MomentumParams;
     type Feed = Ticks;

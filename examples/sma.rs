@@ -2,6 +2,7 @@
 //! average is strictly above the slow one (both windows full), flat otherwise.
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 /// Parameters: the two window lengths, in ticks.
 #[derive(Params, Clone, Debug)]
@@ -13,13 +14,14 @@ pub struct SmaParams {
 }
 
 /// The strategy's state: two rolling means.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct SmaCrossover {
     fast: RollingMean,
     slow: RollingMean,
 }
 
-#[gridtest::strategy(name = "sma_crossover", version = "1")]
+#[gridtest::strategy(name = "sma_crossover", version = "1", carry)]
 impl Strategy for SmaCrossover {
     type Params = SmaParams;
     type Feed = Ticks;
@@ -90,13 +92,14 @@ __device__ double gt_step(double* s, const double* p, const double* const* col, 
 /// units) when the fast average rises above the slow one, a close when it no longer is. Its
 /// trades are the crossover's; what it measures is the orders path's cost
 /// (`examples/orders_bench.rs`).
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct SmaCrossoverOrders {
     signal: SmaCrossover,
     long: bool,
 }
 
-#[gridtest::strategy(name = "sma_crossover_orders", version = "1")]
+#[gridtest::strategy(name = "sma_crossover_orders", version = "1", carry)]
 impl Strategy for SmaCrossoverOrders {
     type Params = SmaParams;
     type Feed = Ticks;

@@ -4,6 +4,7 @@ mod architecture;
 mod autoscale;
 mod backend;
 mod backtesting_py;
+mod chain;
 mod cli;
 mod cluster;
 mod concurrent;

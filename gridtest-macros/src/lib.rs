@@ -40,7 +40,8 @@ pub fn derive_choice(input: TokenStream) -> TokenStream {
 
 /// Registers `impl Strategy for T` under a name, so any node can run it by that name:
 /// `#[gridtest::strategy(name = "sma_crossover")]`, optionally `version = "2"` (default: the
-/// crate's version).
+/// crate's version) and `carry` (the strategy's state travels between slices of a history
+/// through serde: see `gridtest::Strategy::CARRY`).
 #[proc_macro_attribute]
 pub fn strategy(args: TokenStream, item: TokenStream) -> TokenStream {
     let args = proc_macro2::TokenStream::from(args);

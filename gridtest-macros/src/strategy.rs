@@ -5,7 +5,7 @@ use quote::quote;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprLit, ItemImpl, Lit, LitStr, MetaNameValue, Token, Type};
+use syn::{Expr, ExprLit, ItemImpl, Lit, LitStr, Meta, MetaNameValue, Token, Type};
 
 /// What the attribute needs to know.
 pub(crate) struct StrategyIr {
@@ -30,12 +30,30 @@ fn string_arg(nv: &MetaNameValue) -> syn::Result<LitStr> {
     }
 }
 
+fn unknown_argument(path: &syn::Path) -> syn::Error {
+    syn::Error::new(
+        path.span(),
+        format!(
+            "unknown argument `{}`: expected `name = \"…\"`, optionally `version = \"…\"` and `carry`",
+            quote!(#path).to_string().replace(' ', "")
+        ),
+    )
+}
+
 pub(crate) fn parse(args: TokenStream, item: TokenStream) -> syn::Result<StrategyIr> {
-    let args = Punctuated::<MetaNameValue, Token![,]>::parse_terminated
+    let args = Punctuated::<Meta, Token![,]>::parse_terminated
         .parse2(args)
         .map_err(|e| syn::Error::new(e.span(), format!("{e}; {USAGE}")))?;
-    let (mut name, mut version) = (None, None);
-    for nv in &args {
+    let (mut name, mut version, mut carry) = (None, None, false);
+    for arg in &args {
+        let nv = match arg {
+            Meta::Path(path) if path.is_ident("carry") => {
+                carry = true;
+                continue;
+            }
+            Meta::NameValue(nv) => nv,
+            other => return Err(unknown_argument(other.path())),
+        };
         let key = nv
             .path
             .get_ident()
@@ -44,16 +62,7 @@ pub(crate) fn parse(args: TokenStream, item: TokenStream) -> syn::Result<Strateg
         let slot = match key.as_str() {
             "name" => &mut name,
             "version" => &mut version,
-            _ => {
-                let path = &nv.path;
-                return Err(syn::Error::new(
-                    path.span(),
-                    format!(
-                        "unknown argument `{}`: expected `name = \"…\"` and optionally `version = \"…\"`",
-                        quote!(#path).to_string().replace(' ', "")
-                    ),
-                ));
-            }
+            _ => return Err(unknown_argument(&nv.path)),
         };
         if slot.is_some() {
             return Err(syn::Error::new(
@@ -100,7 +109,10 @@ pub(crate) fn parse(args: TokenStream, item: TokenStream) -> syn::Result<Strateg
             "a registered strategy cannot be generic: register each concrete type under its own name",
         ));
     }
-    let item = choose_path(item)?;
+    let mut item = choose_path(item)?;
+    if carry {
+        carry_state(&mut item)?;
+    }
     Ok(StrategyIr {
         ty: (*item.self_ty).clone(),
         item,
@@ -161,6 +173,41 @@ fn choose_path(mut item: ItemImpl) -> syn::Result<ItemImpl> {
         ));
     }
     Ok(item)
+}
+
+/// `carry`: the strategy's state travels between slices of a history through serde (the type
+/// derives `Serialize` and `Deserialize`).
+fn carry_state(item: &mut ItemImpl) -> syn::Result<()> {
+    let states = item.items.iter().any(|i| {
+        matches!(i, syn::ImplItem::Const(c) if c.ident == "CARRY")
+            || matches!(i, syn::ImplItem::Fn(f) if f.sig.ident == "save_state" || f.sig.ident == "restore_state")
+    });
+    if states {
+        return Err(syn::Error::new(
+            item.self_ty.span(),
+            "`carry` implements `CARRY`, `save_state` and `restore_state`: remove them from the impl \
+             or the argument",
+        ));
+    }
+    item.items.push(syn::parse_quote!(
+        const CARRY: bool = true;
+    ));
+    item.items.push(syn::parse_quote!(
+        fn save_state(
+            &self,
+        ) -> ::core::result::Result<::std::vec::Vec<u8>, ::gridtest::strategy::CarryError> {
+            ::gridtest::strategy::save_carried(self)
+        }
+    ));
+    item.items.push(syn::parse_quote!(
+        fn restore_state(
+            &mut self,
+            saved: &[u8],
+        ) -> ::core::result::Result<(), ::gridtest::strategy::CarryError> {
+            ::gridtest::strategy::restore_carried(self, saved)
+        }
+    ));
+    Ok(())
 }
 
 /// Whether `tokens` call a method named `equity`, `position` or `cash` (`x.equity()`): the

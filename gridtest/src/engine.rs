@@ -17,6 +17,8 @@ mod account;
 mod block;
 mod book;
 mod cell;
+mod chain;
+mod checkpoint;
 mod day_returns;
 mod exec_model;
 mod finish;
@@ -36,6 +38,8 @@ mod universe_kernel;
 mod window;
 
 pub use cell::{CellFailure, CellKey, CellOutcome, FailureKind};
+pub use chain::Chain;
+pub use checkpoint::{Checkpoint, CheckpointError};
 pub use day_returns::DayReturns;
 pub use exec_model::{
     Annualisation, EXEC_MODEL_VERSION, ExecModel, ProfitFactorBasis, RatioConvention,

@@ -138,3 +138,7 @@ pub mod __private {
     pub use crate::registry::{STRATEGIES, StrategyEntry, entry};
     pub use linkme;
 }
+
+/// serde, for `#[derive(Serialize, Deserialize)]` on a strategy that carries its state
+/// (`#[serde(crate = "gridtest::serde")]`), without a dependency of its own.
+pub use serde;

@@ -13,10 +13,14 @@ use serde::{Deserialize, Serialize};
 use crate::broker::Broker;
 use crate::params::{ParamError, ParamSet, ParamValue, Params};
 
+mod carry;
 mod cursor;
 mod shared;
 mod slice;
 
+pub use carry::CarryError;
+#[doc(hidden)]
+pub use carry::{restore as restore_carried, save as save_carried};
 pub use cursor::Cursor;
 pub(crate) use shared::AnySeries;
 pub use shared::{MAX_SHARED, MeanKey, Series, SharedMean, SharedSeries, Tile};
@@ -261,6 +265,35 @@ pub trait Strategy: Send + Sized + 'static {
              trade a universe",
             std::any::type_name::<Self>()
         )
+    }
+
+    /// Whether the lanes of this strategy can be saved between two slices of a history and
+    /// restored later ([`Strategy::save_state`], [`Strategy::restore_state`]), so that a long
+    /// history runs a slice of days at a time and an eviction loses at most a slice.
+    /// `#[gridtest::strategy(name = "…", carry)]` sets it and implements both through serde
+    /// (the type derives `Serialize` and `Deserialize`); see [`CarryError`]'s module example.
+    const CARRY: bool = false;
+
+    /// The strategy's state, encoded. The default (a strategy that does not carry) refuses.
+    ///
+    /// # Errors
+    /// [`CarryError::NotCarried`] unless the strategy declares [`Strategy::CARRY`].
+    fn save_state(&self) -> Result<Vec<u8>, CarryError> {
+        Err(CarryError::NotCarried {
+            strategy: std::any::type_name::<Self>(),
+        })
+    }
+
+    /// Replaces the state by one [`Strategy::save_state`] encoded.
+    ///
+    /// # Errors
+    /// [`CarryError::NotCarried`] unless the strategy declares [`Strategy::CARRY`]; a state
+    /// that does not decode.
+    fn restore_state(&mut self, saved: &[u8]) -> Result<(), CarryError> {
+        let _ = saved;
+        Err(CarryError::NotCarried {
+            strategy: std::any::type_name::<Self>(),
+        })
     }
 
     /// The same strategy as CUDA C device code, for GPU scorers (gridtest-cuda). `None` (the

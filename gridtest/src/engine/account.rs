@@ -10,7 +10,7 @@ use super::raw::RawAccount;
 use crate::metrics::{Drawdown, Moments};
 
 /// Portfolio and accumulators of one lane (one parameter set).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Account {
     equity: f64,
     /// Fraction of equity held, as of the last mark.

@@ -1,5 +1,9 @@
 //! `Kernel`: the tiled inner loop (see the parent module for the design).
 
+mod carry;
+
+pub(super) use carry::KernelState;
+
 use super::account::Account;
 use super::block::{BLOCK, Block, CHUNK, Decide, Targets};
 use super::day_returns::DayReturns;

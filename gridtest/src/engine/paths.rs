@@ -1,9 +1,10 @@
 //! `AnyKernel`: the targets path, the orders path or the universe path, chosen at compile time
 //! by [`Strategy::ORDERS`] and [`Strategy::UNIVERSE`].
 
+use super::checkpoint::CheckpointError;
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
-use super::kernel::Kernel;
+use super::kernel::{Kernel, KernelState};
 use super::order_kernel::OrderKernel;
 use super::trace::CellTrace;
 use super::universe_kernel::UniverseKernel;
@@ -92,6 +93,29 @@ impl<S: Strategy> AnyKernel<S> {
             return;
         }
         each!(&mut self.path, k => k.feed(batch));
+    }
+
+    /// The lanes' state after the batches fed so far (the targets path only, for now).
+    pub(crate) fn save(&self) -> Result<KernelState, CheckpointError> {
+        if let Some(failure) = &self.refused {
+            return Err(CheckpointError::Mismatch {
+                what: failure.message.clone(),
+            });
+        }
+        match &self.path {
+            Path::Targets(k) => k.save(),
+            Path::Orders(_) => Err(CheckpointError::Path { path: "orders" }),
+            Path::Universe(_) => Err(CheckpointError::Path { path: "universe" }),
+        }
+    }
+
+    /// Takes up `state` (see [`Kernel::restore`]).
+    pub(crate) fn restore(&mut self, state: KernelState) -> Result<(), CheckpointError> {
+        match &mut self.path {
+            Path::Targets(k) => k.restore(state),
+            Path::Orders(_) => Err(CheckpointError::Path { path: "orders" }),
+            Path::Universe(_) => Err(CheckpointError::Path { path: "universe" }),
+        }
     }
 
     pub(crate) fn finish(self, n_days: u32) -> Vec<CellOutcome> {

@@ -85,6 +85,36 @@ impl MeanGroups {
     }
 }
 
+impl MeanGroups {
+    /// Every mean's running state, group after group.
+    pub(super) fn save(&self) -> Vec<RollingMean> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.members.iter().map(|m| m.mean))
+            .collect()
+    }
+
+    /// Takes up the states [`MeanGroups::save`] gave; `false` (nothing changed) unless they are
+    /// means of the same windows in the same order.
+    pub(super) fn restore(&mut self, saved: &[RollingMean]) -> bool {
+        let count = self.groups.iter().map(|g| g.members.len()).sum::<usize>();
+        let fits = count == saved.len()
+            && self
+                .groups
+                .iter()
+                .flat_map(|g| &g.members)
+                .zip(saved)
+                .all(|(m, s)| m.mean.window() == s.window());
+        if fits {
+            let members = self.groups.iter_mut().flat_map(|g| g.members.iter_mut());
+            for (member, state) in members.zip(saved) {
+                member.mean = *state;
+            }
+        }
+        fits
+    }
+}
+
 /// Fills the `K` members (exactly) of a group over the `n` events after `lookback` of
 /// `column`, into their ranges of `values` (`stride` apart).
 fn fill_group<const K: usize>(

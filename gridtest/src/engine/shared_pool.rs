@@ -8,6 +8,7 @@ use super::shared_means::MeanGroups;
 use super::simd::SimdLevel;
 use super::window::Window;
 use super::{CellFailure, FailureKind};
+use crate::indicators::RollingMean;
 use crate::params::ParamSet;
 use crate::strategy::{AnySeries, Feed, MAX_SHARED, SharedMean, SharedSeries, Strategy};
 
@@ -184,6 +185,39 @@ impl<F: Feed> SharedPool<F> {
             *slot = &self.values[start..start + n];
         }
         out
+    }
+}
+
+/// What a pool carries from one slice of a history to the next: the running state of its means
+/// and which series failed.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(super) struct PoolState {
+    means: Vec<RollingMean>,
+    failed: Vec<Option<String>>,
+}
+
+impl<F: Feed> SharedPool<F> {
+    /// The pool's state; the type of a series that cannot be carried (only [`SharedMean`]s are)
+    /// otherwise.
+    pub(super) fn save(&self) -> Result<PoolState, &'static str> {
+        if let Some((series, _)) = self.series.iter().zip(&self.is_mean).find(|(_, m)| !**m) {
+            return Err(series.type_name());
+        }
+        Ok(PoolState {
+            means: self.means.save(),
+            failed: self.failed.clone(),
+        })
+    }
+
+    /// Takes up `state`; `false` (nothing changed) unless it is the state of a pool of the same
+    /// series.
+    pub(super) fn restore(&mut self, state: PoolState) -> bool {
+        if state.failed.len() != self.failed.len() || !self.means.restore(&state.means) {
+            return false;
+        }
+        self.any_failed = state.failed.iter().any(Option::is_some);
+        self.failed = state.failed;
+        true
     }
 }
 

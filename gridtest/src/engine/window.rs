@@ -135,6 +135,53 @@ impl Window {
     }
 }
 
+/// What a window carries from one slice of a history to the next: the events its lookback
+/// still reads, the last mark and the day of the last event.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(super) struct WindowState {
+    ts: Vec<i64>,
+    cols: Vec<Vec<f64>>,
+    last_mark: f64,
+    day: Option<i64>,
+}
+
+impl Window {
+    /// The state after the current tile.
+    pub(super) fn save(&self) -> WindowState {
+        let carried = self.len..self.len + self.lookback;
+        WindowState {
+            ts: self.ts[carried.clone()].to_vec(),
+            cols: self
+                .cols
+                .iter()
+                .map(|c| c[carried.clone()].to_vec())
+                .collect(),
+            last_mark: self.last_mark,
+            day: self.day,
+        }
+    }
+
+    /// Takes up `state` as if its events had just been loaded; `false` (nothing changed) when
+    /// it is not a window of this lookback and these columns.
+    pub(super) fn restore(&mut self, state: WindowState) -> bool {
+        let l = self.lookback;
+        let fits = state.ts.len() == l
+            && state.cols.len() == self.cols.len()
+            && state.cols.iter().all(|c| c.len() == l);
+        if !fits {
+            return false;
+        }
+        self.ts[..l].copy_from_slice(&state.ts);
+        for (dst, src) in self.cols.iter_mut().zip(&state.cols) {
+            dst[..l].copy_from_slice(src);
+        }
+        self.len = 0;
+        self.last_mark = state.last_mark;
+        self.day = state.day;
+        true
+    }
+}
+
 /// Where the tile that starts at event `start` of a batch of `len` ends, after `seen` events of
 /// the shard: at the shard's next multiple of [`TILE`], or the batch's end.
 pub(super) fn tile_end(seen: u64, start: usize, len: usize) -> usize {

@@ -16,7 +16,7 @@ use super::ring::Ring;
 /// assert!((sd.push(3.0) - 1.0).abs() < 1e-15);
 /// assert!((sd.push(3.0) - (1.0f64 / 3.0).sqrt()).abs() < 1e-15);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RollingStd {
     ring: Ring,
     nobs: usize,
@@ -116,7 +116,7 @@ impl RollingStd {
 /// assert_eq!(mid, 100.5);
 /// assert!((upper - mid - (mid - lower)).abs() < 1e-12 && upper > mid);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Bollinger {
     mid: Sma,
     sd: RollingStd,
@@ -164,7 +164,7 @@ impl Bollinger {
 /// z.push(2.0);
 /// assert!((z.push(3.0) - 1.0).abs() < 1e-15);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ZScore {
     mean: Sma,
     sd: RollingStd,

@@ -12,7 +12,7 @@
 /// assert_eq!(ema.push(12.0), 11.0);
 /// assert_eq!(ema.push(12.0), 11.5);
 /// ```
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Ewm {
     alpha: f64,
     keep: f64,

@@ -11,14 +11,14 @@
 /// assert!(got[0].is_nan() && got[1].is_nan());
 /// assert_eq!(&got[2..], [3.0, 3.0, 2.0]);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RollingMax {
     deque: Deque,
 }
 
 /// The smallest of the last `window` values (pandas' `s.rolling(window).min()`), NaN before the
 /// window is full.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RollingMin {
     deque: Deque,
 }
@@ -77,7 +77,7 @@ impl RollingMin {
 
 /// Candidates for the extreme, oldest first, in a ring of `window` slots: each value is the
 /// extreme of the window from its index on.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Deque {
     slots: Box<[(u64, f64)]>,
     head: usize,

@@ -1,7 +1,7 @@
 //! A fixed-capacity ring of the last `n` values: what leaves a window as a value enters.
 
 /// The last `capacity` values pushed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Ring {
     values: Box<[f64]>,
     next: usize,

@@ -18,7 +18,7 @@
 /// }
 /// assert_eq!(m.mean(), 3.0);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RollingMean {
     window: usize,
     divisor: f64,

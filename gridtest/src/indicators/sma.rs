@@ -17,7 +17,7 @@ use super::ring::Ring;
 /// assert_eq!(fast.push(1.2), (1.1 + 1.2) / 2.0);
 /// assert_eq!(fast.push(1.2), 1.2, "one value repeated: that value");
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Sma {
     ring: Ring,
     nobs: usize,

@@ -14,7 +14,7 @@ use super::Ewm;
 /// assert_eq!(rsi.push(11.0), 100.0);
 /// assert!(rsi.push(10.5) < 100.0);
 /// ```
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Rsi {
     gains: Ewm,
     losses: Ewm,
@@ -69,7 +69,7 @@ impl Rsi {
 /// assert_eq!(atr.push(11.0, 9.0, 10.0), 2.0);
 /// assert!(atr.push(13.0, 12.0, 12.5) > 2.0, "a gap widens the range");
 /// ```
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Atr {
     mean: Ewm,
     close: f64,

@@ -1,0 +1,132 @@
+//! Saving a [`Kernel`]'s lanes between two slices of a history and restoring them.
+//!
+//! Everything a lane's next event reads is saved: the strategy (through
+//! [`Strategy::save_state`]), the account with its open tile of return moments, the equity at
+//! each day's close, the events the lookback still reads, the shared means' running sums, and
+//! the kernel's counters (events seen, periods of the open tile, days ended). Tiles stay on the
+//! shard's multiples of [`super::TILE`], so a restored kernel fed the rest of the history does
+//! the operations the uncut run does, in the same order: the cells are bit-identical.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Kernel, Lane};
+use crate::engine::CellFailure;
+use crate::engine::account::Account;
+use crate::engine::checkpoint::CheckpointError;
+use crate::engine::shared_pool::PoolState;
+use crate::engine::window::WindowState;
+use crate::strategy::Strategy;
+
+/// A kernel's lanes and counters after some whole batches of a history.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(in crate::engine) struct KernelState {
+    seen: u64,
+    tile_periods: u32,
+    record_days: bool,
+    days: Vec<i64>,
+    window: WindowState,
+    pool: PoolState,
+    lanes: Vec<LaneState>,
+}
+
+impl KernelState {
+    /// Events of the history fed before the state was saved.
+    pub(in crate::engine) fn seen(&self) -> u64 {
+        self.seen
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+enum LaneState {
+    Live {
+        strategy: Vec<u8>,
+        account: Box<Account>,
+        closes: Vec<f64>,
+    },
+    Failed(CellFailure),
+}
+
+impl<S: Strategy> Kernel<S> {
+    /// The lanes' state after the batches fed so far.
+    pub(in crate::engine) fn save(&self) -> Result<KernelState, CheckpointError> {
+        let pool = self
+            .pool
+            .save()
+            .map_err(|series| CheckpointError::Series { series })?;
+        let lanes = self
+            .lanes
+            .iter()
+            .map(|lane| match lane {
+                Lane::Live {
+                    strategy,
+                    account,
+                    closes,
+                    ..
+                } => Ok(LaneState::Live {
+                    strategy: strategy.save_state()?,
+                    account: Box::new(account.clone()),
+                    closes: closes.clone(),
+                }),
+                Lane::Failed(failure) => Ok(LaneState::Failed(failure.clone())),
+            })
+            .collect::<Result<_, CheckpointError>>()?;
+        Ok(KernelState {
+            seen: self.seen,
+            tile_periods: self.tile_periods,
+            record_days: self.record_days,
+            days: self.days.clone(),
+            window: self.window.save(),
+            pool,
+            lanes,
+        })
+    }
+
+    /// Takes up `state`, saved by a kernel of the same strategy, parameter sets and execution
+    /// model (the caller checks the latter two); the next batch continues the history.
+    pub(in crate::engine) fn restore(&mut self, state: KernelState) -> Result<(), CheckpointError> {
+        let mismatch = |what: &str| CheckpointError::Mismatch {
+            what: what.to_owned(),
+        };
+        if state.lanes.len() != self.lanes.len() {
+            return Err(mismatch("a different number of parameter sets"));
+        }
+        if !self.window.restore(state.window) {
+            return Err(mismatch("a different lookback or feed"));
+        }
+        if !self.pool.restore(state.pool) {
+            return Err(mismatch("different shared series"));
+        }
+        for (lane, saved) in self.lanes.iter_mut().zip(state.lanes) {
+            match (&mut *lane, saved) {
+                (
+                    Lane::Live {
+                        strategy,
+                        account: held,
+                        closes: kept,
+                        ..
+                    },
+                    LaneState::Live {
+                        strategy: saved,
+                        account,
+                        closes,
+                    },
+                ) => {
+                    strategy.restore_state(&saved)?;
+                    *held = *account;
+                    *kept = closes;
+                }
+                (_, LaneState::Failed(failure)) => *lane = Lane::Failed(failure),
+                (Lane::Failed(failure), LaneState::Live { .. }) => {
+                    return Err(mismatch(&format!(
+                        "a lane that now fails from the start ({failure})"
+                    )));
+                }
+            }
+        }
+        self.seen = state.seen;
+        self.tile_periods = state.tile_periods;
+        self.record_days = state.record_days;
+        self.days = state.days;
+        Ok(())
+    }
+}
