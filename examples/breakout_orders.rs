@@ -4,6 +4,7 @@
 //! with backtesting.py's intrabar rule (`docs/execution-model.md`, *Orders*).
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 /// Parameters.
 #[derive(Params, Clone, Debug)]
@@ -15,7 +16,8 @@ pub struct Channel {
 }
 
 /// State: the channel of the bars before the current one.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct BreakoutOrders {
     high: RollingMax,
     low: RollingMin,
@@ -23,7 +25,7 @@ pub struct BreakoutOrders {
     stop: f64,
 }
 
-#[gridtest::strategy(name = "breakout_orders", version = "1")]
+#[gridtest::strategy(name = "breakout_orders", version = "1", carry)]
 impl Strategy for BreakoutOrders {
     type Params = Channel;
     type Feed = Bars;

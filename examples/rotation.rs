@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 /// Parameters.
 #[derive(Params, Clone, Debug)]
@@ -19,7 +20,8 @@ pub struct RotationParams {
 
 /// State: each member's recent marks, and scratch space for the ranking (sized once, at the
 /// first slice).
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct Rotation {
     lookback: usize,
     top: usize,
@@ -29,7 +31,7 @@ pub struct Rotation {
     score: Vec<f64>,
 }
 
-#[gridtest::strategy(name = "rotation", version = "1")]
+#[gridtest::strategy(name = "rotation", version = "1", carry)]
 impl Strategy for Rotation {
     type Params = RotationParams;
     type Feed = Bars;

@@ -1,7 +1,8 @@
 //! A history run a slice of days at a time, every lane saved to bytes and restored between
 //! slices ([`Chain`]), against one run over the whole history: the cells must be equal bit for
 //! bit, for the W1 crossover (lane by lane and on shared means, in vector blocks), momentum, a
-//! breakout on bars and fractional, clamped, long-short targets.
+//! breakout on bars, fractional, clamped, long-short targets, and the orders path (the
+//! crossover through orders, a breakout with stops and take-profits).
 
 use gridtest::data::{Shard, ShardData};
 use gridtest::engine::{Chain, Checkpoint, CheckpointError, DayReturns, run_chunk_recording};
@@ -9,7 +10,8 @@ use gridtest::prelude::*;
 use gridtest::serde::{Deserialize, Serialize};
 use gridtest::{CellOutcome, DataKind, ExecModel};
 use gridtest_examples::{
-    Breakout, Momentum, MomentumShared, SmaCrossover, SmaCrossoverOrders, SmaCrossoverShared,
+    Breakout, BreakoutOrders, Momentum, MomentumShared, Rotation, SmaCrossover, SmaCrossoverOrders,
+    SmaCrossoverShared,
 };
 
 const DAY: i64 = 86_400_000_000_000;
@@ -185,6 +187,21 @@ fn momentum_and_a_breakout_on_bars_in_slices_equal_the_uncut_run() {
     assert_chains_exactly::<Breakout>(&bars, &breakout, &exec.clone().with_commission_bps(2.0));
 }
 
+#[test]
+fn the_orders_path_in_slices_equals_the_uncut_run() {
+    // Open trades with stops and take-profits, pending orders and cash cross the cuts.
+    let ticks = history(DataKind::Ticks, 5, 2_300);
+    let exec = ExecModel::default().with_commission_bps(1.0);
+    assert_chains_exactly::<SmaCrossoverOrders>(&ticks, &sma_sets(), &exec);
+    let bars = history(DataKind::Bars, 8, 390);
+    let channels = Grid::new()
+        .axis("window", [5_i64, 20, 60])
+        .axis("stop", [0.002, 0.01])
+        .iter()
+        .collect::<Vec<_>>();
+    assert_chains_exactly::<BreakoutOrders>(&bars, &channels, &exec);
+}
+
 #[derive(Params, Clone, Debug)]
 struct ScriptParams {
     seed: i64,
@@ -284,16 +301,21 @@ fn what_cannot_be_carried_is_refused_with_what_to_do() {
         ),
     }
 
-    // The orders path does not carry its lanes yet: it says so.
-    let sets = sma_sets();
-    let mut chain = Chain::<SmaCrossoverOrders>::start(&sets, &exec).unwrap();
-    chain.feed(&h.days[0]);
+    // The universe path does not carry its lanes yet: it says so.
+    let sets = Grid::new()
+        .axis("lookback", [3_i64])
+        .axis("top", [1_i64])
+        .axis("every", [1_i64])
+        .iter()
+        .collect::<Vec<_>>();
+    let chain = Chain::<Rotation>::start(&sets, &exec).unwrap();
     assert!(matches!(
         chain.checkpoint(),
-        Err(CheckpointError::Path { path: "orders" })
+        Err(CheckpointError::Path { path: "universe" })
     ));
 
     // A checkpoint resumes only the run that saved it.
+    let sets = sma_sets();
     let mut chain = Chain::<SmaCrossover>::start(&sets, &exec).unwrap();
     chain.feed(&h.days[0]);
     let saved = chain.checkpoint().unwrap();

@@ -1,6 +1,8 @@
 //! `Broker`: the cash, open trades and pending orders of one lane on the orders path, and what
 //! the strategy may read and do with them.
 
+use std::borrow::Cow;
+
 use super::model::BrokerModel;
 use super::order::{ClosedTrade, ExitReason, Order};
 use super::stats::TradeStats;
@@ -9,7 +11,7 @@ use super::stats::TradeStats;
 const ROOM: usize = 8;
 
 /// When the exits of a trade opened at the current event are first checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Fresh {
     /// Opened before this event.
     No,
@@ -20,7 +22,7 @@ pub(super) enum Fresh {
 }
 
 /// One open trade (backtesting.py's `Trade`): a signed size at an entry price, with its exits.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct OpenTrade {
     pub(super) size: f64,
     pub(super) entry_price: f64,
@@ -74,7 +76,7 @@ impl OpenTrade {
 /// assert_eq!(b.cash(), 10_000.0); // no fees: cash moves only by realised P&L
 /// assert_eq!(b.equity(), 10_000.0 + 101.0 * (100.0 - 99.0));
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Broker {
     pub(super) model: BrokerModel,
     /// Commission as a fraction of notional.
@@ -98,7 +100,7 @@ pub struct Broker {
     /// The closed trades, when recording them.
     pub(super) record: Option<Vec<ClosedTrade>>,
     /// The first order that could not be placed: event index and why.
-    pub(super) rejected: Option<(u64, &'static str)>,
+    pub(super) rejected: Option<(u64, Cow<'static, str>)>,
 }
 
 impl Broker {
@@ -140,8 +142,8 @@ impl Broker {
     }
 
     /// The first order that could not be placed: event index and why.
-    pub(crate) fn rejected(&self) -> Option<(u64, &'static str)> {
-        self.rejected
+    pub(crate) fn rejected(&self) -> Option<(u64, &str)> {
+        self.rejected.as_ref().map(|(i, why)| (*i, why.as_ref()))
     }
 
     /// Fills so far.
@@ -165,7 +167,8 @@ impl Broker {
     /// side) fails the cell, naming the event.
     pub fn submit(&mut self, order: Order) {
         if let Err(why) = order.check() {
-            self.rejected.get_or_insert((self.index, why));
+            self.rejected
+                .get_or_insert((self.index, Cow::Borrowed(why)));
             return;
         }
         if self.model.exclusive_orders {
@@ -193,7 +196,8 @@ impl Broker {
     /// cell.
     pub fn target(&mut self, weight: f64) {
         if weight.is_nan() {
-            self.rejected.get_or_insert((self.index, "a NaN target"));
+            self.rejected
+                .get_or_insert((self.index, Cow::Borrowed("a NaN target")));
             return;
         }
         self.target = Some(weight);

@@ -5,7 +5,7 @@
 /// How much an order trades. The broker rounds every size down to whole lots
 /// ([`BrokerModel::lot_size`](super::BrokerModel::lot_size)); an order that rounds to nothing is
 /// dropped.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Size {
     /// A number of units (shares, contracts).
     Units(f64),
@@ -29,7 +29,7 @@ pub enum Size {
 /// let s = Order::sell(Size::Equity(0.5)).stop(98.0);
 /// assert_eq!((s.direction(), s.stop_price()), (-1.0, Some(98.0)));
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Order {
     pub(crate) direction: f64,
     pub(crate) size: Size,

@@ -3,7 +3,7 @@
 use super::order::ClosedTrade;
 
 /// Counts and sums over a lane's closed trades.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TradeStats {
     /// Closed trades (a partial close counts as one).
     pub(crate) closed: u64,

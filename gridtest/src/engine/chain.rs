@@ -14,7 +14,7 @@ use crate::strategy::{CarryError, Strategy};
 /// slices [`Chain::checkpoint`] saves every lane, and [`Chain::resume`] — in this process or
 /// another — goes on from there. The cells equal those of one run over the whole history
 /// ([`run_chunk`](super::run_chunk)) bit for bit. The strategy declares
-/// [`Strategy::CARRY`]; the targets path carries its lanes (the orders and universe paths not
+/// [`Strategy::CARRY`]; the targets and orders paths carry their lanes (the universe path not
 /// yet).
 ///
 /// ```

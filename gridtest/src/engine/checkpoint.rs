@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::exec_model::ExecModel;
-use super::kernel::KernelState;
+use super::paths::PathState;
 use crate::params::ParamSet;
 use crate::strategy::CarryError;
 
@@ -27,10 +27,10 @@ pub enum CheckpointError {
     /// The strategy's path does not save its lanes yet.
     #[error(
         "the {path} path does not carry its lanes between slices of a history yet (the targets \
-         path does)"
+         and orders paths do)"
     )]
     Path {
-        /// `orders` or `universe`.
+        /// `universe`.
         path: &'static str,
     },
     /// The checkpoint was saved by another run.
@@ -59,7 +59,7 @@ pub struct Checkpoint {
     /// SHA-256 of the execution model's JSON (its serde form skips defaults, which a format
     /// that does not describe itself cannot read back).
     exec: [u8; 32],
-    pub(super) kernel: KernelState,
+    pub(super) kernel: PathState,
 }
 
 impl Checkpoint {
@@ -67,7 +67,7 @@ impl Checkpoint {
         strategy: &str,
         sets: &[ParamSet],
         exec: &ExecModel,
-        kernel: KernelState,
+        kernel: PathState,
     ) -> Self {
         Self {
             format: FORMAT,

@@ -10,6 +10,7 @@ use crate::data::NS_PER_DAY;
 use crate::metrics::{Drawdown, Metrics, Moments, daily_ratios};
 
 /// A lane of the orders path.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct OrderAccount {
     pub(super) broker: Broker,
     initial: f64,

@@ -6,11 +6,12 @@ use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::finish::Outcomes;
 
+use super::checkpoint::CheckpointError;
 use super::order_account::OrderAccount;
 use super::panic_capture;
-use super::shared_pool::{SharedPool, Slots, build_lanes};
+use super::shared_pool::{PoolState, SharedPool, Slots, build_lanes};
 use super::trace::CellTrace;
-use super::window::{Window, tile_end};
+use super::window::{Window, WindowState, tile_end};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
 use crate::params::ParamSet;
@@ -161,6 +162,101 @@ impl<S: Strategy> OrderKernel<S> {
             }
         }
         outcomes.finish(&days)
+    }
+}
+
+/// An orders-path kernel's lanes and counters after some whole batches of a history (see
+/// [`super::kernel::KernelState`]): each lane's strategy and its account, broker included
+/// (cash, open trades with their exits, pending orders, trade statistics).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(in crate::engine) struct OrderKernelState {
+    seen: u64,
+    record_days: bool,
+    days: Vec<i64>,
+    window: WindowState,
+    pool: PoolState,
+    lanes: Vec<Result<SavedLane, CellFailure>>,
+}
+
+/// A live lane's strategy state (encoded) and its account.
+type SavedLane = (Vec<u8>, Box<OrderAccount>);
+
+impl OrderKernelState {
+    /// Events of the history fed before the state was saved.
+    pub(in crate::engine) fn seen(&self) -> u64 {
+        self.seen
+    }
+}
+
+impl<S: Strategy> OrderKernel<S> {
+    /// The lanes' state after the batches fed so far.
+    pub(in crate::engine) fn save(&self) -> Result<OrderKernelState, CheckpointError> {
+        let pool = self
+            .pool
+            .save()
+            .map_err(|series| CheckpointError::Series { series })?;
+        let lanes = self
+            .lanes
+            .iter()
+            .map(|lane| match lane {
+                Lane::Live {
+                    strategy, account, ..
+                } => Ok(Ok((strategy.save_state()?, account.clone()))),
+                Lane::Failed(failure) => Ok(Err(failure.clone())),
+            })
+            .collect::<Result<_, CheckpointError>>()?;
+        Ok(OrderKernelState {
+            seen: self.seen,
+            record_days: self.record_days,
+            days: self.days.clone(),
+            window: self.window.save(),
+            pool,
+            lanes,
+        })
+    }
+
+    /// Takes up `state`, saved by a kernel of the same strategy, sets and execution model.
+    pub(in crate::engine) fn restore(
+        &mut self,
+        state: OrderKernelState,
+    ) -> Result<(), CheckpointError> {
+        let mismatch = |what: &str| CheckpointError::Mismatch {
+            what: what.to_owned(),
+        };
+        if state.lanes.len() != self.lanes.len() {
+            return Err(mismatch("a different number of parameter sets"));
+        }
+        if !self.window.restore(state.window) {
+            return Err(mismatch("a different lookback or feed"));
+        }
+        if !self.pool.restore(state.pool) {
+            return Err(mismatch("different shared series"));
+        }
+        for (lane, saved) in self.lanes.iter_mut().zip(state.lanes) {
+            match (&mut *lane, saved) {
+                (
+                    Lane::Live {
+                        strategy,
+                        account: held,
+                        ..
+                    },
+                    Ok((saved, account)),
+                ) => {
+                    strategy.restore_state(&saved)?;
+                    *held = account;
+                }
+                (_, Err(failure)) => *lane = Lane::Failed(failure),
+                (Lane::Failed(failure), Ok(_)) => {
+                    return Err(mismatch(&format!(
+                        "a lane that now fails from the start ({failure})"
+                    )));
+                }
+            }
+        }
+        self.seen = state.seen;
+        self.record_days = state.record_days;
+        self.days = state.days;
+        Ok(())
     }
 }
 

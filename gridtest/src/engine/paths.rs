@@ -5,7 +5,7 @@ use super::checkpoint::CheckpointError;
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::kernel::{Kernel, KernelState};
-use super::order_kernel::OrderKernel;
+use super::order_kernel::{OrderKernel, OrderKernelState};
 use super::trace::CellTrace;
 use super::universe_kernel::UniverseKernel;
 use super::{CellFailure, CellOutcome, FailureKind};
@@ -19,6 +19,23 @@ pub(crate) struct AnyKernel<S: Strategy> {
     path: Path<S>,
     sets: usize,
     refused: Option<CellFailure>,
+}
+
+/// The saved lanes of one path's kernel.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(in crate::engine) enum PathState {
+    Targets(KernelState),
+    Orders(OrderKernelState),
+}
+
+impl PathState {
+    /// Events of the history fed before the state was saved.
+    pub(in crate::engine) fn seen(&self) -> u64 {
+        match self {
+            Self::Targets(k) => k.seen(),
+            Self::Orders(k) => k.seen(),
+        }
+    }
 }
 
 enum Path<S: Strategy> {
@@ -95,26 +112,29 @@ impl<S: Strategy> AnyKernel<S> {
         each!(&mut self.path, k => k.feed(batch));
     }
 
-    /// The lanes' state after the batches fed so far (the targets path only, for now).
-    pub(crate) fn save(&self) -> Result<KernelState, CheckpointError> {
+    /// The lanes' state after the batches fed so far (the targets and orders paths).
+    pub(super) fn save(&self) -> Result<PathState, CheckpointError> {
         if let Some(failure) = &self.refused {
             return Err(CheckpointError::Mismatch {
                 what: failure.message.clone(),
             });
         }
         match &self.path {
-            Path::Targets(k) => k.save(),
-            Path::Orders(_) => Err(CheckpointError::Path { path: "orders" }),
+            Path::Targets(k) => k.save().map(PathState::Targets),
+            Path::Orders(k) => k.save().map(PathState::Orders),
             Path::Universe(_) => Err(CheckpointError::Path { path: "universe" }),
         }
     }
 
     /// Takes up `state` (see [`Kernel::restore`]).
-    pub(crate) fn restore(&mut self, state: KernelState) -> Result<(), CheckpointError> {
-        match &mut self.path {
-            Path::Targets(k) => k.restore(state),
-            Path::Orders(_) => Err(CheckpointError::Path { path: "orders" }),
-            Path::Universe(_) => Err(CheckpointError::Path { path: "universe" }),
+    pub(super) fn restore(&mut self, state: PathState) -> Result<(), CheckpointError> {
+        match (&mut self.path, state) {
+            (Path::Targets(k), PathState::Targets(state)) => k.restore(state),
+            (Path::Orders(k), PathState::Orders(state)) => k.restore(state),
+            (Path::Universe(_), _) => Err(CheckpointError::Path { path: "universe" }),
+            _ => Err(CheckpointError::Mismatch {
+                what: "a checkpoint of another path".to_owned(),
+            }),
         }
     }
 
