@@ -4,6 +4,7 @@
 //! beyond it). Each leg holds `gross/2` of equity.
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 /// Parameters.
 #[derive(Params, Clone, Debug)]
@@ -19,7 +20,8 @@ pub struct PairsParams {
 }
 
 /// State: the spread's z-score and the side held (+1 long the spread, −1 short, 0 flat).
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 pub struct PairsZScore {
     z: ZScore,
     entry: f64,
@@ -28,7 +30,7 @@ pub struct PairsZScore {
     side: f64,
 }
 
-#[gridtest::strategy(name = "pairs_zscore", version = "1")]
+#[gridtest::strategy(name = "pairs_zscore", version = "1", carry)]
 impl Strategy for PairsZScore {
     type Params = PairsParams;
     type Feed = Bars;

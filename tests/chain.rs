@@ -1,8 +1,9 @@
 //! A history run a slice of days at a time, every lane saved to bytes and restored between
 //! slices ([`Chain`]), against one run over the whole history: the cells must be equal bit for
 //! bit, for the W1 crossover (lane by lane and on shared means, in vector blocks), momentum, a
-//! breakout on bars, fractional, clamped, long-short targets, and the orders path (the
-//! crossover through orders, a breakout with stops and take-profits).
+//! breakout on bars, fractional, clamped, long-short targets, the orders path (the crossover
+//! through orders, a breakout with stops and take-profits) and portfolios over universes (pairs
+//! trading, cross-sectional momentum).
 
 use gridtest::data::{Shard, ShardData};
 use gridtest::engine::{Chain, Checkpoint, CheckpointError, DayReturns, run_chunk_recording};
@@ -10,8 +11,8 @@ use gridtest::prelude::*;
 use gridtest::serde::{Deserialize, Serialize};
 use gridtest::{CellOutcome, DataKind, ExecModel};
 use gridtest_examples::{
-    Breakout, BreakoutOrders, Momentum, MomentumShared, Rotation, SmaCrossover, SmaCrossoverOrders,
-    SmaCrossoverShared,
+    Breakout, BreakoutOrders, Momentum, MomentumShared, PairsZScore, Rotation, SmaCrossover,
+    SmaCrossoverOrders, SmaCrossoverShared,
 };
 
 const DAY: i64 = 86_400_000_000_000;
@@ -38,17 +39,30 @@ fn walk(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-fn shard(first: i64, last: i64) -> Shard {
-    let date = |d: i64| chrono::DateTime::from_timestamp_nanos(d * DAY).date_naive();
-    Shard::new("CHAIN", date(first), date(last))
+const START: i64 = 19_000;
+
+fn date(day: i64) -> chrono::NaiveDate {
+    chrono::DateTime::from_timestamp_nanos(day * DAY).date_naive()
 }
 
 fn history(kind: DataKind, days: i64, per_day: usize) -> History {
-    let start = 19_000;
-    let prices = walk(per_day * days as usize * 4, 7);
+    member_history("CHAIN", kind, (days, per_day), 7, 0)
+}
+
+/// One symbol's history: `per_day` events a millisecond apart from 09:30 plus `offset_ns`.
+fn member_history(
+    symbol: &str,
+    kind: DataKind,
+    (days, per_day): (i64, usize),
+    seed: u64,
+    offset_ns: i64,
+) -> History {
+    let start = START;
+    let shard = |first: i64, last: i64| Shard::new(symbol, date(first), date(last));
+    let prices = walk(per_day * days as usize * 4, seed);
     let day_columns = |d: i64| -> (Vec<i64>, Vec<Vec<f64>>) {
         let ts = (0..per_day as i64)
-            .map(|i| (start + d) * DAY + 34_200_000_000_000 + i * 1_000_000)
+            .map(|i| (start + d) * DAY + 34_200_000_000_000 + offset_ns + i * 1_000_000)
             .collect();
         let base = d as usize * per_day * 4;
         let cols = match kind {
@@ -92,6 +106,30 @@ fn history(kind: DataKind, days: i64, per_day: usize) -> History {
         whole: whole.expect("a valid history"),
         days: slices,
     }
+}
+
+/// The members' histories merged into a universe, whole and day by day.
+fn universe(members: &[History]) -> History {
+    let symbols: Vec<String> = members
+        .iter()
+        .map(|m| m.whole.shard().symbol().to_owned())
+        .collect();
+    let days = members[0].days.len();
+    let last = START + days as i64 - 1;
+    let whole = ShardData::universe(
+        Shard::universe("U", symbols.clone(), date(START), date(last)),
+        members.iter().map(|m| m.whole.clone()).collect(),
+    )
+    .expect("a valid universe");
+    let days = (0..days)
+        .map(|d| {
+            let day = START + d as i64;
+            let shard = Shard::universe("U", symbols.clone(), date(day), date(day));
+            ShardData::universe(shard, members.iter().map(|m| m.days[d].clone()).collect())
+                .expect("a valid day of the universe")
+        })
+        .collect();
+    History { whole, days }
 }
 
 /// Runs `sets` over the history's days in slices of `per_slice` days, saving every lane to
@@ -202,6 +240,35 @@ fn the_orders_path_in_slices_equals_the_uncut_run() {
     assert_chains_exactly::<BreakoutOrders>(&bars, &channels, &exec);
 }
 
+#[test]
+fn portfolios_over_a_universe_in_slices_equal_the_uncut_run() {
+    // BBB trades half a millisecond after AAA and CCC, which share timestamps: slices of one
+    // and of two members; the slice open at a day's end is closed by the next day's first bar.
+    let member =
+        |symbol, seed, offset| member_history(symbol, DataKind::Bars, (6, 390), seed, offset);
+    let members = [
+        member("AAA", 11, 0),
+        member("BBB", 12, 500_000),
+        member("CCC", 13, 0),
+    ];
+    let exec = ExecModel::default().with_commission_bps(1.0);
+    let rotation = Grid::new()
+        .axis("lookback", [5_i64, 30])
+        .axis("top", [1_i64, 2])
+        .axis("every", [1_i64, 7])
+        .iter()
+        .collect::<Vec<_>>();
+    assert_chains_exactly::<Rotation>(&universe(&members), &rotation, &exec);
+    let pairs = Grid::new()
+        .axis("window", [20_i64, 100])
+        .axis("entry", [1.0, 2.0])
+        .axis("exit", [0.25])
+        .axis("gross", [1.0])
+        .iter()
+        .collect::<Vec<_>>();
+    assert_chains_exactly::<PairsZScore>(&universe(&members[..2]), &pairs, &exec);
+}
+
 #[derive(Params, Clone, Debug)]
 struct ScriptParams {
     seed: i64,
@@ -300,19 +367,6 @@ fn what_cannot_be_carried_is_refused_with_what_to_do() {
             other.map(|_| ())
         ),
     }
-
-    // The universe path does not carry its lanes yet: it says so.
-    let sets = Grid::new()
-        .axis("lookback", [3_i64])
-        .axis("top", [1_i64])
-        .axis("every", [1_i64])
-        .iter()
-        .collect::<Vec<_>>();
-    let chain = Chain::<Rotation>::start(&sets, &exec).unwrap();
-    assert!(matches!(
-        chain.checkpoint(),
-        Err(CheckpointError::Path { path: "universe" })
-    ));
 
     // A checkpoint resumes only the run that saved it.
     let sets = sma_sets();

@@ -15,7 +15,7 @@ use super::raw::RawAccount;
 use crate::metrics::{Drawdown, Moments};
 
 /// Shared cash and units per member, and the accumulators of one lane.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Book {
     cash: f64,
     units: Vec<f64>,

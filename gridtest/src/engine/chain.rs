@@ -14,8 +14,7 @@ use crate::strategy::{CarryError, Strategy};
 /// slices [`Chain::checkpoint`] saves every lane, and [`Chain::resume`] — in this process or
 /// another — goes on from there. The cells equal those of one run over the whole history
 /// ([`run_chunk`](super::run_chunk)) bit for bit. The strategy declares
-/// [`Strategy::CARRY`]; the targets and orders paths carry their lanes (the universe path not
-/// yet).
+/// [`Strategy::CARRY`]; the targets, orders and universe paths all carry their lanes.
 ///
 /// ```
 /// use gridtest::prelude::*;
@@ -130,8 +129,8 @@ impl<S: Strategy> Chain<S> {
     /// Every lane's state after the slices fed so far.
     ///
     /// # Errors
-    /// When a lane's strategy state does not encode, a shared series cannot be saved, or the
-    /// strategy's path does not carry its lanes yet (see [`CheckpointError`]).
+    /// When a lane's strategy state does not encode or a shared series cannot be saved (see
+    /// [`CheckpointError`]).
     pub fn checkpoint(&self) -> Result<Checkpoint, CheckpointError> {
         let state = self.kernel.save()?;
         Ok(Checkpoint::new(

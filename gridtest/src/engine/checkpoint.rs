@@ -24,15 +24,6 @@ pub enum CheckpointError {
         /// The series' type.
         series: &'static str,
     },
-    /// The strategy's path does not save its lanes yet.
-    #[error(
-        "the {path} path does not carry its lanes between slices of a history yet (the targets \
-         and orders paths do)"
-    )]
-    Path {
-        /// `universe`.
-        path: &'static str,
-    },
     /// The checkpoint was saved by another run.
     #[error("the checkpoint was saved by another run: {what}")]
     Mismatch {

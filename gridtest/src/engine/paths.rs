@@ -7,7 +7,7 @@ use super::exec_model::ExecModel;
 use super::kernel::{Kernel, KernelState};
 use super::order_kernel::{OrderKernel, OrderKernelState};
 use super::trace::CellTrace;
-use super::universe_kernel::UniverseKernel;
+use super::universe_kernel::{UniverseKernel, UniverseState};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
 use crate::params::ParamSet;
@@ -26,6 +26,7 @@ pub(crate) struct AnyKernel<S: Strategy> {
 pub(in crate::engine) enum PathState {
     Targets(KernelState),
     Orders(OrderKernelState),
+    Universe(UniverseState),
 }
 
 impl PathState {
@@ -34,6 +35,7 @@ impl PathState {
         match self {
             Self::Targets(k) => k.seen(),
             Self::Orders(k) => k.seen(),
+            Self::Universe(k) => k.seen(),
         }
     }
 }
@@ -112,7 +114,7 @@ impl<S: Strategy> AnyKernel<S> {
         each!(&mut self.path, k => k.feed(batch));
     }
 
-    /// The lanes' state after the batches fed so far (the targets and orders paths).
+    /// The lanes' state after the batches fed so far.
     pub(super) fn save(&self) -> Result<PathState, CheckpointError> {
         if let Some(failure) = &self.refused {
             return Err(CheckpointError::Mismatch {
@@ -122,7 +124,7 @@ impl<S: Strategy> AnyKernel<S> {
         match &self.path {
             Path::Targets(k) => k.save().map(PathState::Targets),
             Path::Orders(k) => k.save().map(PathState::Orders),
-            Path::Universe(_) => Err(CheckpointError::Path { path: "universe" }),
+            Path::Universe(k) => k.save().map(PathState::Universe),
         }
     }
 
@@ -131,7 +133,7 @@ impl<S: Strategy> AnyKernel<S> {
         match (&mut self.path, state) {
             (Path::Targets(k), PathState::Targets(state)) => k.restore(state),
             (Path::Orders(k), PathState::Orders(state)) => k.restore(state),
-            (Path::Universe(_), _) => Err(CheckpointError::Path { path: "universe" }),
+            (Path::Universe(k), PathState::Universe(state)) => k.restore(state),
             _ => Err(CheckpointError::Mismatch {
                 what: "a checkpoint of another path".to_owned(),
             }),

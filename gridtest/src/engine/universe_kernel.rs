@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::book::Book;
+use super::checkpoint::CheckpointError;
 use super::day_returns::DayReturns;
 use super::exec_model::{ExecModel, RatioConvention};
 use super::finish::{Conventions, Outcomes};
@@ -21,6 +22,33 @@ use super::{CellFailure, CellOutcome, FailureKind, panic_capture};
 use crate::data::{FeedBatch, NS_PER_DAY};
 use crate::params::ParamSet;
 use crate::strategy::{Feed, MAX_COLUMNS, Quotes, Slice, Strategy};
+
+/// A universe kernel's lanes and what they share after some whole batches of a history: the
+/// members, their as-of quotes and marks, the open slice's timestamp, the counters; per lane the
+/// strategy's state, its book and the days' closing equity.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(in crate::engine) struct UniverseState {
+    symbols: Vec<String>,
+    quotes: Quotes,
+    marks: Vec<f64>,
+    open: Option<i64>,
+    slices: u64,
+    record_days: bool,
+    days: Vec<i64>,
+    lanes: Vec<Result<SavedLane, CellFailure>>,
+}
+
+/// A live lane's strategy state (encoded), its book (none before the first batch) and its
+/// closing equity per day.
+type SavedLane = (Vec<u8>, Option<Book>, Vec<f64>);
+
+impl UniverseState {
+    /// Events of the history fed before the state was saved: its slices (timestamps), closed
+    /// or open.
+    pub(in crate::engine) fn seen(&self) -> u64 {
+        self.slices + u64::from(self.open.is_some())
+    }
+}
 
 #[allow(
     clippy::large_enum_variant,
@@ -105,9 +133,21 @@ impl<S: Strategy> UniverseKernel<S> {
     }
 
     /// Sizes the quotes and books for the universe of the first batch (a batch without a member
-    /// column is a universe of one symbol).
+    /// column is a universe of one symbol); a later batch of other members (a slice of another
+    /// universe fed to a restored kernel) fails every lane.
     fn size_for(&mut self, batch: &FeedBatch) {
         if !self.marks.is_empty() {
+            let same = batch.members().is_none_or(|m| *m.symbols == *self.symbols);
+            if !same {
+                self.fail_all(&format!(
+                    "a batch of members {:?} after members {:?}",
+                    batch
+                        .members()
+                        .map(|m| m.symbols.to_vec())
+                        .unwrap_or_default(),
+                    self.symbols
+                ));
+            }
             return;
         }
         self.symbols = batch.members().map_or_else(
@@ -234,6 +274,83 @@ impl<S: Strategy> UniverseKernel<S> {
             }
         }
         self.slices += 1;
+    }
+
+    fn fail_all(&mut self, why: &str) {
+        for lane in &mut self.lanes {
+            if matches!(lane, Lane::Live { .. }) {
+                *lane = Lane::Failed(CellFailure::new(FailureKind::Data, why));
+            }
+        }
+    }
+
+    /// The lanes' state after the batches fed so far; the slice at the last timestamp stays
+    /// open (the next event closes it, as in the uncut run).
+    pub(in crate::engine) fn save(&self) -> Result<UniverseState, CheckpointError> {
+        let lanes = self
+            .lanes
+            .iter()
+            .map(|lane| match lane {
+                Lane::Live {
+                    strategy,
+                    book,
+                    closes,
+                } => Ok(Ok((strategy.save_state()?, book.clone(), closes.clone()))),
+                Lane::Failed(failure) => Ok(Err(failure.clone())),
+            })
+            .collect::<Result<_, CheckpointError>>()?;
+        Ok(UniverseState {
+            symbols: self.symbols.to_vec(),
+            quotes: self.quotes.clone(),
+            marks: self.marks.clone(),
+            open: self.open,
+            slices: self.slices,
+            record_days: self.record_days,
+            days: self.days.clone(),
+            lanes,
+        })
+    }
+
+    /// Takes up `state`, saved by a kernel of the same strategy, sets and execution model.
+    pub(in crate::engine) fn restore(
+        &mut self,
+        state: UniverseState,
+    ) -> Result<(), CheckpointError> {
+        if state.lanes.len() != self.lanes.len() {
+            return Err(CheckpointError::Mismatch {
+                what: "a different number of parameter sets".to_owned(),
+            });
+        }
+        for (lane, saved) in self.lanes.iter_mut().zip(state.lanes) {
+            match (&mut *lane, saved) {
+                (
+                    Lane::Live {
+                        strategy,
+                        book: held,
+                        closes: kept,
+                    },
+                    Ok((saved, book, closes)),
+                ) => {
+                    strategy.restore_state(&saved)?;
+                    *held = book;
+                    *kept = closes;
+                }
+                (_, Err(failure)) => *lane = Lane::Failed(failure),
+                (Lane::Failed(failure), Ok(_)) => {
+                    return Err(CheckpointError::Mismatch {
+                        what: format!("a lane that now fails from the start ({failure})"),
+                    });
+                }
+            }
+        }
+        self.symbols = Arc::from(state.symbols);
+        self.quotes = state.quotes;
+        self.marks = state.marks;
+        self.open = state.open;
+        self.slices = state.slices;
+        self.record_days = state.record_days;
+        self.days = state.days;
+        Ok(())
     }
 
     /// One outcome per parameter set, in order.

@@ -8,7 +8,7 @@ use super::{Bars, Feed, MAX_COLUMNS, Ticks};
 const NEVER: u64 = u64::MAX;
 
 /// The latest event of each member of a universe (as-of values), shared by every lane.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Quotes {
     /// Each member's latest value columns.
     last: Vec<[f64; MAX_COLUMNS]>,
