@@ -271,7 +271,33 @@ pub trait Strategy: Send + Sized + 'static {
     /// restored later ([`Strategy::save_state`], [`Strategy::restore_state`]), so that a long
     /// history runs a slice of days at a time and an eviction loses at most a slice.
     /// `#[gridtest::strategy(name = "…", carry)]` sets it and implements both through serde
-    /// (the type derives `Serialize` and `Deserialize`); see [`CarryError`]'s module example.
+    /// (the type derives `Serialize` and `Deserialize`; `gridtest::serde` spares a dependency
+    /// of its own). [`crate::engine::Chain`] runs such a strategy slice after slice.
+    ///
+    /// ```
+    /// use gridtest::prelude::*;
+    /// use gridtest::serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Params, Clone, Debug)]
+    /// pub struct P { pub window: usize }
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// #[serde(crate = "gridtest::serde")]
+    /// pub struct Trend { mean: RollingMean }
+    ///
+    /// #[gridtest::strategy(name = "doc_carried_trend", carry)]
+    /// impl Strategy for Trend {
+    ///     type Params = P;
+    ///     type Feed = Ticks;
+    ///     fn new(p: &P) -> Self { Self { mean: RollingMean::new(p.window) } }
+    ///     fn lookback(&self) -> usize { self.mean.window() }
+    ///     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
+    ///         self.mean.push(now.price(), now.price_back(self.mean.window()));
+    ///         if now.price() > self.mean.mean() { 1.0 } else { 0.0 }
+    ///     }
+    /// }
+    /// assert!(<Trend as Strategy>::CARRY);
+    /// ```
     const CARRY: bool = false;
 
     /// The strategy's state, encoded. The default (a strategy that does not carry) refuses.

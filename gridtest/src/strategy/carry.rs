@@ -3,33 +3,7 @@
 //! A long history is run a slice of days at a time; between two slices the engine saves each
 //! lane's state (its strategy, its account, the events its lookback still reads) and a later
 //! run — on the same node or another one, after an eviction — restores it and goes on as if the
-//! history had never been cut. A strategy takes part by deriving serde's `Serialize` and
-//! `Deserialize` and registering with `carry`:
-//!
-//! ```
-//! use gridtest::prelude::*;
-//! use gridtest::serde::{Deserialize, Serialize};
-//!
-//! #[derive(Params, Clone, Debug)]
-//! pub struct P { pub window: usize }
-//!
-//! #[derive(Serialize, Deserialize)]
-//! #[serde(crate = "gridtest::serde")]
-//! pub struct Trend { mean: RollingMean }
-//!
-//! #[gridtest::strategy(name = "doc_carried_trend", carry)]
-//! impl Strategy for Trend {
-//!     type Params = P;
-//!     type Feed = Ticks;
-//!     fn new(p: &P) -> Self { Self { mean: RollingMean::new(p.window) } }
-//!     fn lookback(&self) -> usize { self.mean.window() }
-//!     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
-//!         self.mean.push(now.price(), now.price_back(self.mean.window()));
-//!         if now.price() > self.mean.mean() { 1.0 } else { 0.0 }
-//!     }
-//! }
-//! assert!(<Trend as Strategy>::CARRY);
-//! ```
+//! history had never been cut. See [`Strategy::CARRY`].
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
