@@ -2,7 +2,7 @@
 
 mod carry;
 
-pub(super) use carry::KernelState;
+pub(super) use carry::{KernelState, restore_feed};
 
 use super::account::Account;
 use super::block::{BLOCK, Block, CHUNK, Decide, Targets};

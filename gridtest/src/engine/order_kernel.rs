@@ -223,15 +223,12 @@ impl<S: Strategy> OrderKernel<S> {
         let mismatch = |what: &str| CheckpointError::Mismatch {
             what: what.to_owned(),
         };
-        if state.lanes.len() != self.lanes.len() {
-            return Err(mismatch("a different number of parameter sets"));
-        }
-        if !self.window.restore(state.window) {
-            return Err(mismatch("a different lookback or feed"));
-        }
-        if !self.pool.restore(state.pool) {
-            return Err(mismatch("different shared series"));
-        }
+        let lanes = (state.lanes.len(), self.lanes.len());
+        super::kernel::restore_feed(
+            lanes,
+            (&mut self.window, state.window),
+            (&mut self.pool, state.pool),
+        )?;
         for (lane, saved) in self.lanes.iter_mut().zip(state.lanes) {
             match (&mut *lane, saved) {
                 (

@@ -13,9 +13,9 @@ use super::{Kernel, Lane};
 use crate::engine::CellFailure;
 use crate::engine::account::Account;
 use crate::engine::checkpoint::CheckpointError;
-use crate::engine::shared_pool::PoolState;
-use crate::engine::window::WindowState;
-use crate::strategy::Strategy;
+use crate::engine::shared_pool::{PoolState, SharedPool};
+use crate::engine::window::{Window, WindowState};
+use crate::strategy::{Feed, Strategy};
 
 /// A kernel's lanes and counters after some whole batches of a history.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -87,15 +87,12 @@ impl<S: Strategy> Kernel<S> {
         let mismatch = |what: &str| CheckpointError::Mismatch {
             what: what.to_owned(),
         };
-        if state.lanes.len() != self.lanes.len() {
-            return Err(mismatch("a different number of parameter sets"));
-        }
-        if !self.window.restore(state.window) {
-            return Err(mismatch("a different lookback or feed"));
-        }
-        if !self.pool.restore(state.pool) {
-            return Err(mismatch("different shared series"));
-        }
+        let lanes = (state.lanes.len(), self.lanes.len());
+        restore_feed(
+            lanes,
+            (&mut self.window, state.window),
+            (&mut self.pool, state.pool),
+        )?;
         for (lane, saved) in self.lanes.iter_mut().zip(state.lanes) {
             match (&mut *lane, saved) {
                 (
@@ -129,4 +126,26 @@ impl<S: Strategy> Kernel<S> {
         self.days = state.days;
         Ok(())
     }
+}
+
+/// Takes up what every single-symbol path's kernel keeps besides its lanes: the window's
+/// lookback and the shared series, after checking that the saved lanes are as many as
+/// `lanes.1` (`lanes.0` saved).
+pub(in crate::engine) fn restore_feed<F: Feed>(
+    lanes: (usize, usize),
+    (window, saved_window): (&mut Window, WindowState),
+    (pool, saved_pool): (&mut SharedPool<F>, PoolState),
+) -> Result<(), CheckpointError> {
+    let what = if lanes.0 != lanes.1 {
+        "a different number of parameter sets"
+    } else if !window.restore(saved_window) {
+        "a different lookback or feed"
+    } else if !pool.restore(saved_pool) {
+        "different shared series"
+    } else {
+        return Ok(());
+    };
+    Err(CheckpointError::Mismatch {
+        what: what.to_owned(),
+    })
 }
