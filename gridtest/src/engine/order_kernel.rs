@@ -191,10 +191,7 @@ impl OrderKernelState {
 impl<S: Strategy> OrderKernel<S> {
     /// The lanes' state after the batches fed so far.
     pub(in crate::engine) fn save(&self) -> Result<OrderKernelState, CheckpointError> {
-        let pool = self
-            .pool
-            .save()
-            .map_err(|series| CheckpointError::Series { series })?;
+        let pool = self.pool.save()?;
         let lanes = self
             .lanes
             .iter()

@@ -2,6 +2,7 @@
 //! [`Strategy::shared`](crate::strategy::Strategy::shared)), each computed once per tile into
 //! a buffer every lane that declared it reads.
 
+use super::checkpoint::CheckpointError;
 use super::kernel::{TILE, build_strategy};
 use super::panic_capture;
 use super::shared_means::MeanGroups;
@@ -197,11 +198,13 @@ pub(super) struct PoolState {
 }
 
 impl<F: Feed> SharedPool<F> {
-    /// The pool's state; the type of a series that cannot be carried (only [`SharedMean`]s are)
-    /// otherwise.
-    pub(super) fn save(&self) -> Result<PoolState, &'static str> {
+    /// The pool's state; [`CheckpointError::Series`] naming a series that cannot be carried
+    /// (only [`SharedMean`]s are) otherwise.
+    pub(super) fn save(&self) -> Result<PoolState, CheckpointError> {
         if let Some((series, _)) = self.series.iter().zip(&self.is_mean).find(|(_, m)| !**m) {
-            return Err(series.type_name());
+            return Err(CheckpointError::Series {
+                series: series.type_name(),
+            });
         }
         Ok(PoolState {
             means: self.means.save(),

@@ -49,10 +49,7 @@ enum LaneState {
 impl<S: Strategy> Kernel<S> {
     /// The lanes' state after the batches fed so far.
     pub(in crate::engine) fn save(&self) -> Result<KernelState, CheckpointError> {
-        let pool = self
-            .pool
-            .save()
-            .map_err(|series| CheckpointError::Series { series })?;
+        let pool = self.pool.save()?;
         let lanes = self
             .lanes
             .iter()
