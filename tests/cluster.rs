@@ -22,6 +22,7 @@ const CELLS: usize = 3 * 80;
 const SPIN: &str = "4000";
 
 mod data_views;
+mod slices;
 
 /// Cluster tests start several processes each: run them one at a time.
 pub(crate) fn serial() -> MutexGuard<'static, ()> {

@@ -29,7 +29,7 @@ use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
     CellKey, CellOutcome, LeaderboardRows, Ledger, ResultParts, RunInfo, Sweep, SweepError,
-    SweepResults, Timings, output,
+    SweepResults, Timings, WorkUnit, output,
 };
 
 use actors::run_actors;
@@ -210,7 +210,8 @@ async fn compute(
         resumed = done.len(),
         "cutting the sweep into units (a signal stops it)"
     );
-    let planned = units::plan_units(&plan, done, sizing, &opts.cancel)?;
+    let mut planned = units::plan_units(&plan, done, sizing, &opts.cancel)?;
+    resume_chains(log.as_ref(), &mut planned.units).await?;
     opts.progress.publish_plan(planned.snapshot(&plan));
     let load = plan.started.elapsed();
     tracing::info!(
@@ -270,6 +271,21 @@ async fn compute(
             &results, resumed,
         ))));
     Ok(results)
+}
+
+/// Puts the histories read by slices where the persisted sweep left them, if it saved any.
+async fn resume_chains(log: Option<&LedgerLog>, units: &mut [WorkUnit]) -> Result<()> {
+    let Some(log) = log else { return Ok(()) };
+    let saved = log.chains().read().await?;
+    let resumed = saved.resume(units);
+    if !saved.is_empty() {
+        tracing::info!(
+            saved = saved.len(),
+            resumed,
+            "histories resume after their last slice saved"
+        );
+    }
+    Ok(())
 }
 
 /// What the status file says of a finished sweep.

@@ -4,16 +4,20 @@
 //! ROOT/sweeps/<sweep-id>/spec.json          what was run (the id is a hash of it)
 //! ROOT/sweeps/<sweep-id>/ledger/*.jsonl     every final cell, appended as the sweep runs
 //! ROOT/sweeps/<sweep-id>/lock               the lease of the run in progress (see SweepLock)
+//! ROOT/sweeps/<sweep-id>/chains/*.bin       the last checkpoint of each history read by slices
 //! ```
 //!
 //! A restarted head computes the same sweep id from the same spec, reads the ledger back and
-//! recomputes only the cells that are not in it.
+//! recomputes only the cells that are not in it, resuming histories read by slices after the
+//! last slice saved.
 
+mod chain_log;
 mod ledger_log;
 mod probe;
 mod spec;
 mod sweep_lock;
 
+pub use chain_log::{ChainLog, SavedChains};
 pub use ledger_log::{LedgerLog, LogRecord};
 pub use probe::probe_root;
 pub use spec::{SweepSpec, sweep_id};

@@ -8,7 +8,9 @@ use std::any::type_name;
 
 use linkme::distributed_slice;
 
+mod chain_run;
 mod code;
+pub use chain_run::ChainRun;
 pub use code::{CodeMismatch, CodeVersion};
 
 use crate::data::{DataError, FeedBatch, ShardData};
@@ -46,6 +48,15 @@ pub type RunSourceRecording = fn(
 /// (see [`engine::trace_cell`]).
 pub type TraceCell = fn(&ShardData, &ParamSet, &ExecModel) -> (CellOutcome, CellTrace);
 
+/// Starts (or, given a checkpoint's bytes, resumes) a chain of slices of one history (see
+/// [`engine::Chain`]); the flag records each cell's daily returns.
+pub type StartChain = fn(
+    &[ParamSet],
+    &ExecModel,
+    Option<&[u8]>,
+    bool,
+) -> Result<Box<dyn ChainRun>, engine::CheckpointError>;
+
 /// A registered strategy, type-erased: what a node needs to run it by name.
 #[derive(Clone, Copy)]
 pub struct StrategyEntry {
@@ -73,6 +84,11 @@ pub struct StrategyEntry {
     pub run_source_recording: RunSourceRecording,
     /// Its engine entry point that traces one cell's fills and equity.
     pub trace: TraceCell,
+    /// Whether its lanes' state can be carried from one slice of a history to the next
+    /// ([`Strategy::CARRY`]).
+    pub carry: bool,
+    /// Its engine entry point over a history slice after slice.
+    pub chain: StartChain,
     /// Its device code, if it has a GPU implementation.
     pub gpu: fn() -> Option<super::GpuCode>,
     /// Builds the CPU strategy for a parameter set and returns its lookback (the GPU path needs
@@ -125,6 +141,8 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         run_recording: engine::run_chunk_recording::<S>,
         run_source_recording: engine::run_source_recording::<S>,
         trace: engine::trace_cell::<S>,
+        carry: S::CARRY,
+        chain: chain_run::start_chain::<S>,
         gpu: gpu_code_of::<S>,
         lookback: lookback_of::<S>,
         device_series: device_series_of::<S>,

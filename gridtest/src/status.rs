@@ -99,6 +99,20 @@ pub enum StatusEvent {
         /// Cells failed.
         cells: usize,
     },
+    /// A slice of a chained unit is done and its lanes' state kept: the unit resumes after it
+    /// if its node is lost.
+    SliceDone {
+        /// The node that ran it.
+        node: String,
+        /// The unit.
+        unit: u32,
+        /// The slice's index in the unit's chain.
+        slice: u32,
+        /// Slices in the chain.
+        slices: u32,
+        /// Bytes of the lanes' state.
+        checkpoint_bytes: u64,
+    },
     /// A node thought lost spoke again.
     NodeBack {
         /// The node.
@@ -361,6 +375,13 @@ mod tests {
                 requeued: 2,
             },
             StatusEvent::NodeBack { node: "w1".into() },
+            StatusEvent::SliceDone {
+                node: "w1".into(),
+                unit: 3,
+                slice: 1,
+                slices: 4,
+                checkpoint_bytes: 4096,
+            },
             StatusEvent::NodeDataMismatch {
                 node: "w2".into(),
                 shard: "S001:2024-01-02..2024-01-03".into(),

@@ -8,6 +8,7 @@
 use std::hint::black_box;
 
 use gridtest::prelude::*;
+use gridtest::serde::{Deserialize, Serialize};
 
 /// Parameters.
 #[derive(Params, Clone, Debug)]
@@ -16,14 +17,17 @@ struct PacedParams {
     slow: usize,
 }
 
-/// SMA crossover plus busy work.
+/// SMA crossover plus busy work. Carries its state, so a history larger than a node's cache
+/// is read by slices.
+#[derive(Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
 struct PacedSma {
     fast: RollingMean,
     slow: RollingMean,
     spin: u32,
 }
 
-#[gridtest::strategy(name = "paced_sma", version = "1")]
+#[gridtest::strategy(name = "paced_sma", version = "1", carry)]
 impl Strategy for PacedSma {
     type Params = PacedParams;
     type Feed = Ticks;

@@ -19,12 +19,14 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use crate::persist::{LedgerLog, PersistError};
 use crate::progress::ProgressFeed;
 use crate::sweep::output::OrderedRender;
-use crate::sweep::{CellSpool, FinalCell, ReturnsBook, Spool};
+use crate::sweep::{CellSpool, FinalCell, ReturnsBook, Spool, WorkUnit};
 
 /// Messages of the [`LedgerWriter`].
 pub enum LedgerWriterMsg {
     /// Cells made final (buffered until the next flush).
     Append(Vec<FinalCell>),
+    /// A chained unit after a slice: its checkpoint is saved, when the sweep is persisted.
+    Chain(Box<WorkUnit>),
     /// Write the buffered cells as a segment (scheduled by the writer itself; a failure is
     /// retried one period later).
     Flush,
@@ -41,6 +43,7 @@ impl std::fmt::Debug for LedgerWriterMsg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Append(cells) => write!(f, "Append({} cells)", cells.len()),
+            Self::Chain(unit) => write!(f, "Chain({})", unit.id),
             Self::Flush => f.write_str("Flush"),
             Self::Finish(_) => f.write_str("Finish"),
         }
@@ -188,6 +191,15 @@ impl Actor for LedgerWriter {
                         log.push(cell);
                     }
                     state.schedule(&myself);
+                }
+            }
+            LedgerWriterMsg::Chain(unit) => {
+                if let Some(log) = &state.log
+                    && let Err(e) = log.chains().save(&unit).await
+                {
+                    tracing::warn!(unit = %unit.id, error = %e,
+                        "could not save a history's checkpoint: a restarted head would \
+                         run it again from an earlier slice");
                 }
             }
             LedgerWriterMsg::Flush => {

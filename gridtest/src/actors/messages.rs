@@ -18,7 +18,8 @@ use crate::persist::SweepSpec;
 use crate::registry::CodeVersion;
 use crate::strategy::DataKind;
 use crate::sweep::{
-    CellFailure, DeviceTelemetry, SetResult, SweepDescription, UnitId, WorkUnit, WorkerId,
+    CellFailure, CheckpointBytes, DeviceTelemetry, SetResult, SweepDescription, UnitId, WorkUnit,
+    WorkerId,
 };
 
 /// Process group of sweep coordinators (heads serving submissions).
@@ -207,6 +208,30 @@ pub struct UnitReport {
     pub reads: Option<crate::data::ProcessReads>,
 }
 
+/// A scorer's report on one slice of a chained unit (see [`crate::sweep::SliceChain`]): the
+/// lanes' state after it, which the head keeps so that the unit resumes there if this node is
+/// lost. The unit's last slice is reported with its cells ([`UnitReport`]) instead.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SliceReport {
+    /// The sweep.
+    pub sweep_id: crate::sweep::SweepId,
+    /// Who ran it.
+    pub worker: WorkerId,
+    /// The unit as leased.
+    pub unit: UnitId,
+    /// The slice done (its index in the unit's chain).
+    pub slice: u32,
+    /// The lanes' state after it.
+    pub checkpoint: CheckpointBytes,
+    /// Tick-parameter evaluations it took.
+    pub evaluations: u64,
+    /// Milliseconds it took, getting the slice included.
+    pub busy_ms: u64,
+    /// The scorer's process's bytes read from datasets after the slice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<crate::data::ProcessReads>,
+}
+
 /// A node that does not see the files the sweep's manifest recorded for a shard, or cannot
 /// list them (see [`crate::data::DataError::NotAsRecorded`]): a fault of the node, not of the
 /// cells.
@@ -256,6 +281,8 @@ pub enum SupervisorMsg {
     Lease(Wire<LeaseRequest>, RpcReplyPort<Wire<Option<Lease>>>),
     /// A scorer reports a unit.
     Report(Wire<UnitReport>),
+    /// A scorer reports a slice of a chained unit.
+    SliceDone(Wire<SliceReport>),
     /// A worker hands its lease back (its scorer stopped).
     Release(Wire<WorkerId>),
     /// A scorer's node runs other code than the sweep needs.

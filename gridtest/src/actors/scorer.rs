@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+mod chained;
 mod lease;
 
 use lease::{
@@ -201,7 +202,7 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
     let started = Instant::now();
     let batch = fill_batch(&state.args, &supervisor, lease).await;
     let sets = batch.iter().map(|l| l.unit.sets.len()).sum();
-    let reports = run_batch(&state.args, batch).await;
+    let reports = run_batch(&state.args, &supervisor, batch).await;
     state.last_unit = Some((started.elapsed(), sets));
     send_reports(&state.args, &supervisor, reports);
     // Fails only while this scorer is being stopped: nothing to pull then.
@@ -232,7 +233,22 @@ fn crash(what: impl std::fmt::Display) -> CellFailure {
 
 /// Runs a batch of leases (see [`fill_batch`]): the units of the first shard in one call,
 /// a trailing unit of another shard on its own; one report per unit.
-async fn run_batch(args: &ScorerArgs, mut batch: Vec<Leased>) -> Vec<UnitReport> {
+async fn run_batch(
+    args: &ScorerArgs,
+    supervisor: &ActorRef<SupervisorMsg>,
+    mut batch: Vec<Leased>,
+) -> Vec<UnitReport> {
+    if batch[0].unit.chain.is_some() {
+        let mut reports = Vec::new();
+        for lease in batch {
+            reports.push(if lease.unit.chain.is_some() {
+                chained::run_chained(args, supervisor, lease).await
+            } else {
+                run_together(args, vec![lease]).await.remove(0)
+            });
+        }
+        return reports;
+    }
     let split = batch
         .iter()
         .position(|l| {
@@ -344,37 +360,9 @@ async fn run_unit(
     exec: ExecModel,
     record: bool,
 ) -> (Result<UnitCells, CellFailure>, u64, Option<NodeDataFault>) {
-    let shard = request.shard.clone();
-    let handle = args
-        .loader
-        .call(|r| ShardLoaderMsg::Get(request, r), Some(LOAD_TIMEOUT))
-        .await;
-    let handle = match handle {
-        Ok(CallResult::Success(Ok(h))) => h,
-        Ok(CallResult::Success(Err(e))) => {
-            let node = &args.worker.node;
-            let failure = CellFailure::new(FailureKind::Data, format!("node {node}: {e}"));
-            let fault = match &*e {
-                DataError::NotAsRecorded {
-                    reason, listing, ..
-                } => Some(NodeDataFault {
-                    reason: reason.clone(),
-                    listing: listing.clone(),
-                }),
-                _ => None,
-            };
-            return (Err(failure), 0, fault);
-        }
-        Ok(CallResult::Timeout) => {
-            return (
-                Err(crash(format!(
-                    "the shard loader did not deliver {shard} within {LOAD_TIMEOUT:?}"
-                ))),
-                0,
-                None,
-            );
-        }
-        Ok(_) | Err(_) => return (Err(crash("the shard loader is unavailable")), 0, None),
+    let handle = match get_shard(args, request).await {
+        Ok(handle) => handle,
+        Err((failure, fault)) => return (Err(failure), 0, fault),
     };
     match handle {
         ShardHandle::Loaded(data) => {
@@ -411,6 +399,43 @@ async fn run_unit(
                 None,
             )
         }
+    }
+}
+
+/// The shard `request` names, from the node's loader; or the failure of every cell that
+/// needs it, with what this node saw when it does not see the data the sweep recorded.
+async fn get_shard(
+    args: &ScorerArgs,
+    request: ShardRequest,
+) -> Result<ShardHandle, (CellFailure, Option<NodeDataFault>)> {
+    let shard = request.shard.clone();
+    let handle = args
+        .loader
+        .call(|r| ShardLoaderMsg::Get(request, r), Some(LOAD_TIMEOUT))
+        .await;
+    match handle {
+        Ok(CallResult::Success(Ok(h))) => Ok(h),
+        Ok(CallResult::Success(Err(e))) => {
+            let node = &args.worker.node;
+            let failure = CellFailure::new(FailureKind::Data, format!("node {node}: {e}"));
+            let fault = match &*e {
+                DataError::NotAsRecorded {
+                    reason, listing, ..
+                } => Some(NodeDataFault {
+                    reason: reason.clone(),
+                    listing: listing.clone(),
+                }),
+                _ => None,
+            };
+            Err((failure, fault))
+        }
+        Ok(CallResult::Timeout) => Err((
+            crash(format!(
+                "the shard loader did not deliver {shard} within {LOAD_TIMEOUT:?}"
+            )),
+            None,
+        )),
+        Ok(_) | Err(_) => Err((crash("the shard loader is unavailable"), None)),
     }
 }
 

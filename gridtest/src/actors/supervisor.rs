@@ -381,6 +381,7 @@ impl Actor for Supervisor {
                 Self::finish_if_done(&myself, state).await;
                 state.serve_parked_if_pending();
             }
+            SupervisorMsg::SliceDone(Wire(report)) => state.on_slice(report),
             SupervisorMsg::Release(Wire(worker)) => state.release_worker(&worker),
             SupervisorMsg::Incompatible(Wire(refusal)) => state.incompatible(&refusal),
             SupervisorMsg::ReleaseNode(node) => {

@@ -98,6 +98,26 @@ impl Shard {
         Self::new(symbol, self.first, self.last)
     }
 
+    /// The same symbol (or universe) from `first` to `last`, both included: a slice of this
+    /// shard's history.
+    ///
+    /// ```
+    /// use gridtest::data::Shard;
+    /// let d = |s: &str| s.parse().unwrap();
+    /// let history = Shard::universe("pair", ["AAA", "BBB"], d("2024-01-02"), d("2024-01-29"));
+    /// let week = history.days(d("2024-01-08"), d("2024-01-12"));
+    /// assert_eq!(week.id().to_string(), "pair:2024-01-08..2024-01-12");
+    /// assert_eq!(week.symbols(), ["AAA", "BBB"]);
+    /// ```
+    #[must_use]
+    pub fn days(&self, first: NaiveDate, last: NaiveDate) -> Self {
+        Self {
+            first,
+            last,
+            ..self.clone()
+        }
+    }
+
     /// The symbol (a universe's name).
     #[must_use]
     pub fn symbol(&self) -> &str {

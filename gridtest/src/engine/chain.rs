@@ -6,7 +6,7 @@ use super::checkpoint::{Checkpoint, CheckpointError};
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::paths::AnyKernel;
-use crate::data::ShardData;
+use crate::data::{FeedBatch, ShardData};
 use crate::params::ParamSet;
 use crate::strategy::{CarryError, Strategy};
 
@@ -124,6 +124,11 @@ impl<S: Strategy> Chain<S> {
         for batch in slice.batches() {
             self.kernel.feed(batch);
         }
+    }
+
+    /// Runs the lanes over `batch`, the next events of the history (a slice read as a stream).
+    pub fn feed_batch(&mut self, batch: &FeedBatch) {
+        self.kernel.feed(batch);
     }
 
     /// Every lane's state after the slices fed so far.

@@ -5,12 +5,17 @@
 
 use std::collections::BTreeMap;
 
+use chrono::NaiveDate;
+
 use super::plan::Plan;
-use crate::data::ShardInfo;
+use crate::data::{ListedFile, ShardInfo};
 use crate::error::{Error, Result};
 use crate::params::SetPlace;
+use crate::registry::DeviceSeries;
 use crate::sweep::output::ORDERED_BUFFER;
-use crate::sweep::{CellKey, CellOutcome, FinalCell, SetSpan, UnitId, WorkUnit, chunk_size};
+use crate::sweep::{
+    CellKey, CellOutcome, FinalCell, SetSpan, SliceChain, UnitId, WorkUnit, chunk_size, cut_days,
+};
 
 /// The work left of a sweep.
 pub(super) struct Planned {
@@ -62,6 +67,12 @@ impl UnitSizing {
     /// Whether a node streams `shard` rather than holding it: it is larger than the cache.
     fn streams(&self, shard: &ShardInfo) -> bool {
         shard.bytes_in_memory() > self.cache_bytes
+    }
+
+    /// Bytes in memory of a slice of a history read slice after slice: half the cache, so
+    /// that a slice fits beside the one the node's other scorers are on.
+    fn slice_budget(&self) -> u64 {
+        self.cache_bytes / 2
     }
 
     /// Parameter sets per unit of a shard (`None`: unreadable, any size will do).
@@ -151,6 +162,7 @@ pub(super) fn plan_units(
     };
     // (first set index, shard ordinal, unit), ids given once all are ordered.
     let mut runs: Vec<(u64, usize, WorkUnit)> = Vec::new();
+    let mut no_slices = slicing_refusal(plan);
     for (ordinal, (shard, info)) in plan.spec.shards.iter().zip(&plan.infos).enumerate() {
         let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
         let digest = crate::data::files_digest(&plan.shard_files[ordinal]);
@@ -160,6 +172,9 @@ pub(super) fn plan_units(
         planned.evaluations += rows * todo as u64;
         let sets = sizing.sets_per_unit(todo, info.as_ref().ok(), plan.spec.shards.len());
         let streamed = info.as_ref().is_ok_and(|i| sizing.streams(i));
+        let chain = chain_of(info, streamed, &mut no_slices, || {
+            slice_chain_from(plan, ordinal, sizing)
+        });
         let chunk = u32::try_from(sets).unwrap_or(u32::MAX);
         let whole = 0..plan.spec.grid.product_len() as u64;
         // Each set of the grid in order, with whether it is final already.
@@ -187,18 +202,7 @@ pub(super) fn plan_units(
                 },
             ))
         };
-        let mut cut = UnitCutter::new(chunk, listed);
-        for (index, (position, final_already)) in (0u64..).zip(sets) {
-            if index % CANCEL_CHECK_SETS == 0 && cancel.is_cancelled() {
-                return Err(Error::InterruptedPlanning);
-            }
-            if final_already {
-                cut.close();
-            } else {
-                cut.push(SetPlace { index, position });
-            }
-        }
-        for sets in cut.finish() {
+        for sets in UnitCutter::new(chunk, listed).cut(sets, cancel)? {
             let first = sets.index_of(0);
             let unit = WorkUnit {
                 id: UnitId(0),
@@ -206,12 +210,75 @@ pub(super) fn plan_units(
                 sets,
                 files_digest: Some(digest.clone()),
                 streamed,
+                chain: chain.clone(),
             };
             runs.push((first, ordinal, unit));
         }
     }
     planned.units = in_grid_order(runs)?;
     Ok(planned)
+}
+
+/// Why the plan's histories cannot be read by slices, if they cannot: its strategy does not
+/// carry its lanes' state, or declares a shared series that cannot be saved (looked at on the
+/// grid's first set).
+fn slicing_refusal(plan: &Plan) -> Option<String> {
+    let strategy = plan.strategy;
+    if !strategy.carry {
+        return Some(format!(
+            "strategy `{}` does not carry its state: derive serde's Serialize and Deserialize \
+             for it and register it with `#[gridtest::strategy(name = \"{}\", carry)]` to \
+             read them by slices",
+            strategy.name, strategy.name
+        ));
+    }
+    let whole = 0..plan.spec.grid.product_len() as u64;
+    let (_, first) = plan.spec.grid.slice(whole).next()?;
+    match (strategy.device_series)(&first) {
+        DeviceSeries::Unsupported(series) => Some(format!(
+            "strategy `{}` shares the series {series}, whose state cannot be carried (only \
+             SharedMean's is)",
+            strategy.name
+        )),
+        _ => None,
+    }
+}
+
+/// The chain of a history read by slices: one when the history streams and the strategy
+/// can be sliced (`no_slices` is `None`), else none, with the reason logged once.
+fn chain_of(
+    info: &std::result::Result<ShardInfo, crate::data::DataError>,
+    streamed: bool,
+    no_slices: &mut Option<String>,
+    chain: impl FnOnce() -> SliceChain,
+) -> Option<Box<SliceChain>> {
+    let info = info.as_ref().ok().filter(|_| streamed)?;
+    if no_slices.is_none() {
+        return Some(Box::new(chain()));
+    }
+    if let Some(why) = no_slices.take() {
+        tracing::warn!(shard = %info.shard, mib = info.bytes_in_memory() >> 20,
+            "histories larger than a node's cache are read whole by each unit, and a lost \
+             node loses a whole history's work: {why}");
+    }
+    None
+}
+
+/// [`slice_chain`] of the plan's shard `ordinal` (whose info is known).
+fn slice_chain_from(plan: &Plan, ordinal: usize, sizing: UnitSizing) -> SliceChain {
+    let info = plan.infos[ordinal].as_ref().expect("a readable shard");
+    slice_chain(info, &plan.shard_files[ordinal], sizing.slice_budget())
+}
+
+/// The slices of a history (each day's bytes in memory from its rows), not started.
+fn slice_chain(info: &ShardInfo, files: &[ListedFile], budget: u64) -> SliceChain {
+    let per_row = info.bytes_in_memory() / info.n_rows().max(1);
+    let mut days: BTreeMap<NaiveDate, u64> = BTreeMap::new();
+    for file in &info.files {
+        *days.entry(file.date).or_default() += file.rows * per_row;
+    }
+    let days: Vec<_> = days.into_iter().collect();
+    SliceChain::new(cut_days(&days, files, budget), info.n_days())
 }
 
 /// Cuts a shard's sets, in grid order, into units of at most `chunk` consecutive sets: runs
@@ -259,6 +326,26 @@ impl UnitCutter {
                 SetSpan::Run { first, count }
             });
         }
+    }
+
+    /// Cuts the grid's sets, each with whether it is final already, into spans; checks
+    /// `cancel` every [`CANCEL_CHECK_SETS`] sets.
+    fn cut(
+        mut self,
+        sets: impl Iterator<Item = (u64, bool)>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Vec<SetSpan>> {
+        for (index, (position, final_already)) in (0u64..).zip(sets) {
+            if index % CANCEL_CHECK_SETS == 0 && cancel.is_cancelled() {
+                return Err(Error::InterruptedPlanning);
+            }
+            if final_already {
+                self.close();
+            } else {
+                self.push(SetPlace { index, position });
+            }
+        }
+        Ok(self.finish())
     }
 
     fn finish(mut self) -> Vec<SetSpan> {

@@ -13,7 +13,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
-use super::PersistError;
+use super::{ChainLog, PersistError};
 use crate::params::SetPlace;
 use crate::storage::Location;
 use crate::sweep::{CellKey, CellOutcome, FinalCell, SweepId};
@@ -40,6 +40,7 @@ pub struct LedgerLog {
     buffer: Vec<u8>,
     pending: usize,
     written: usize,
+    chains: ChainLog,
 }
 
 impl std::fmt::Debug for LedgerLog {
@@ -74,6 +75,7 @@ impl LedgerLog {
             })?;
         let dir = sweep_dir.join("ledger");
         let done = read_segments(&*store, root, &dir).await?;
+        let chains = ChainLog::open(root, sweep_id)?;
         let run = format!(
             "{}-{}",
             chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f"),
@@ -89,6 +91,7 @@ impl LedgerLog {
                 buffer: Vec::new(),
                 pending: 0,
                 written: 0,
+                chains,
             },
             done,
         ))
@@ -108,6 +111,12 @@ impl LedgerLog {
             .join(sweep_id.as_str())
             .join("ledger");
         read_segments(&*store, root, &dir).await
+    }
+
+    /// The checkpoints of the sweep's histories read by slices, saved beside its cells.
+    #[must_use]
+    pub fn chains(&self) -> &ChainLog {
+        &self.chains
     }
 
     /// Buffers a final cell.

@@ -107,7 +107,7 @@ pub struct RunArgs {
         default_value_t = 10
     )]
     pub top: usize,
-    /// Shard cache budget per node, MiB; larger shards are streamed.
+    /// Shard cache budget per node, MiB; longer histories are read by slices of days.
     #[arg(help_heading = "Run", long, env = "GRIDTEST_CACHE_MB", default_value_t = DEFAULT_CACHE_MB)]
     pub cache_mb: u64,
     /// Work unit size, tick-parameter evaluations (a whole number, also as `2.5e8`).

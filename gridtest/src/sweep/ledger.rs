@@ -23,6 +23,7 @@ use self::held_alone::HeldAlone;
 use self::load::Load;
 use self::pace::Pace;
 use self::unit_entry::{UnitEntry, UnitState};
+use super::slice_chain::CheckpointBytes;
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
 pub use super::worker_id::WorkerId;
 use crate::data::ShardId;
@@ -100,6 +101,13 @@ pub struct LedgerStats {
     /// [`Ledger::with_tail_splitting`]).
     #[serde(default)]
     pub split: u64,
+    /// Slices of chained histories done, their checkpoints kept (see [`Ledger::slice_done`]).
+    #[serde(default)]
+    pub slices: u64,
+    /// Leases of a chained unit that resume from a checkpoint (its holder was lost after
+    /// some of its slices).
+    #[serde(default)]
+    pub resumed_chains: u64,
 }
 
 /// Units, leases and open cells of one sweep.
@@ -337,6 +345,9 @@ impl Ledger {
             self.load.enter(&entry.state, entry.unit.sets.len());
             self.held_alone.enter(id, &entry.state);
             entry.leases += 1;
+            if entry.unit.chain.as_ref().is_some_and(|c| c.done > 0) {
+                self.stats.resumed_chains += 1;
+            }
             return Some(entry.unit.clone());
         }
         None
@@ -384,6 +395,38 @@ impl Ledger {
     /// Takes back every lease held on `node` (it disconnected or went silent).
     pub fn release_node(&mut self, node: &str) -> Vec<UnitId> {
         self.release_where(|w| w.node == node, |_| true)
+    }
+
+    /// Slice `slice` of chained unit `id` is done and left the lanes' state `checkpoint`: a
+    /// later lease of the unit (its holder lost) resumes after it. False (ignored) for a unit
+    /// that is done or not chained, or a slice the unit is past already.
+    pub fn slice_done(&mut self, id: UnitId, slice: u32, checkpoint: CheckpointBytes) -> bool {
+        let Some(entry) = self.units.get_mut(&id) else {
+            return false;
+        };
+        let advanced = entry.state != UnitState::Done
+            && entry
+                .unit
+                .chain
+                .as_mut()
+                .is_some_and(|chain| chain.advance(slice, checkpoint));
+        self.stats.slices += u64::from(advanced);
+        advanced
+    }
+
+    /// Unit `id` as it stands (a chained unit with its last checkpoint).
+    #[must_use]
+    pub fn unit(&self, id: UnitId) -> Option<&WorkUnit> {
+        self.units.get(&id).map(|e| &e.unit)
+    }
+
+    /// Slices in the chain of unit `id` (0: no such unit, or not chained).
+    #[must_use]
+    pub fn chain_len(&self, id: UnitId) -> u32 {
+        self.units
+            .get(&id)
+            .and_then(|e| e.unit.chain.as_ref())
+            .map_or(0, |c| u32::try_from(c.len()).unwrap_or(u32::MAX))
     }
 
     /// Takes the cells that became final since the last call (to persist and aggregate them).

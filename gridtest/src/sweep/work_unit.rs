@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::slice_chain::SliceChain;
 use crate::data::Shard;
 use crate::params::{Grid, ParamSet, SetPlace};
 
@@ -108,6 +109,10 @@ pub struct WorkUnit {
     /// never cut into pieces at the sweep's tail, each of which would read it all again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub streamed: bool,
+    /// The history read slice after slice, its lanes carried between slices (a strategy that
+    /// carries its state, on a history larger than a node's cache); `None`: read whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Box<SliceChain>>,
 }
 
 impl WorkUnit {

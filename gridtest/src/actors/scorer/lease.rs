@@ -353,9 +353,11 @@ pub(super) async fn fill_batch(
     supervisor: &ActorRef<SupervisorMsg>,
     first: Leased,
 ) -> Vec<Leased> {
+    // A chained unit runs alone, slice after slice, on the CPU engine.
     let want = args
         .backend
         .as_ref()
+        .filter(|_| first.unit.chain.is_none())
         .filter(|b| find_strategy(&first.context.strategy).is_ok_and(|s| b.supports(s)))
         .map_or(0, |b| b.batch_sets());
     let (sweep, shard) = (first.context.sweep_id.clone(), first.unit.shard.clone());

@@ -10,7 +10,9 @@ use tokio::sync::oneshot;
 use super::parked::{LeaseReply, ParkedLeases, Refusal};
 use super::{SupervisorOutcome, SupervisorTiming};
 use crate::actors::ledger_writer::LedgerWriterMsg;
-use crate::actors::messages::{Incompatible, Lease, LeaseRequest, SweepContext, UnitReport};
+use crate::actors::messages::{
+    Incompatible, Lease, LeaseRequest, SliceReport, SweepContext, UnitReport,
+};
 use crate::actors::wire::{EncodedOnce, Wire};
 use crate::data::{ListedFile, ShardId};
 use crate::progress::{FleetSnapshot, LatencyRecorder, ProgressFeed, SweepProgress};
@@ -338,6 +340,37 @@ impl SupervisorState {
         let busy = Duration::from_millis(busy_ms);
         self.fleet
             .reported(&worker, new, evaluations, busy, Instant::now());
+    }
+
+    /// A scorer finished a slice of a chained unit: the ledger keeps its checkpoint.
+    pub(super) fn on_slice(&mut self, report: SliceReport) {
+        if report.sweep_id != self.context.sweep_id {
+            return;
+        }
+        self.seen(&report.worker.node);
+        if let Some(reads) = report.reads {
+            self.fleet.read(reads);
+        }
+        let Some(ledger) = self.ledger.as_mut() else {
+            return;
+        };
+        let bytes = report.checkpoint.0.len() as u64;
+        let slices = ledger.chain_len(report.unit);
+        if ledger.slice_done(report.unit, report.slice, report.checkpoint) {
+            if let (Some(writer), Some(unit)) = (&self.writer, ledger.unit(report.unit)) {
+                let _ = writer.cast(LedgerWriterMsg::Chain(Box::new(unit.clone())));
+            }
+            self.status.emit(StatusEvent::SliceDone {
+                node: report.worker.node.clone(),
+                unit: report.unit.0,
+                slice: report.slice,
+                slices,
+                checkpoint_bytes: bytes,
+            });
+        }
+        let busy = Duration::from_millis(report.busy_ms);
+        self.fleet
+            .reported(&report.worker, 0, report.evaluations, busy, Instant::now());
     }
 
     /// Hands the cells made final since the last call to the writer, and publishes progress.

@@ -111,6 +111,7 @@ impl Ledger {
             sets: SetSpan::Listed(retry),
             files_digest: self.files_digests.get(&shard.id()).cloned(),
             streamed: false,
+            chain: None,
         };
         self.add(unit, false);
     }

@@ -118,6 +118,7 @@ impl Ledger {
             sets: tail,
             files_digest,
             streamed: false,
+            chain: None,
         };
         self.add(unit, true);
         if let Some(entry) = self.units.get_mut(&rest) {

@@ -36,6 +36,7 @@ pub(super) fn units(n_units: usize, per_unit: usize) -> Vec<WorkUnit> {
                 },
                 files_digest: None,
                 streamed: false,
+                chain: None,
             }
         })
         .collect()
@@ -58,6 +59,7 @@ pub(super) fn constrained(n: i64, count: u32) -> (Grid, WorkUnit) {
         sets: SetSpan::Run { first, count },
         files_digest: None,
         streamed: false,
+        chain: None,
     };
     (g, run)
 }
@@ -376,4 +378,40 @@ fn once_a_unit_has_finished_only_a_unit_running_late_is_copied() {
     assert_eq!(copy.id, b.id, "the longest held first");
     assert_eq!(l.lease(&w("n3", "0"), &[]).map(|u| u.id), Some(c.id));
     assert_eq!(l.stats().speculative, 2);
+}
+
+#[test]
+fn a_chained_unit_leased_again_resumes_after_its_last_slice_done() {
+    use crate::sweep::{CheckpointBytes, DaySlice, SliceChain};
+    let slice = |d: &str| DaySlice {
+        last: d.parse().unwrap(),
+        files_digest: String::new(),
+    };
+    let mut chained = units(1, 4);
+    chained[0].chain = Some(Box::new(SliceChain::new(
+        vec![
+            slice("2024-01-02"),
+            slice("2024-01-03"),
+            slice("2024-01-04"),
+        ],
+        3,
+    )));
+    chained[0].streamed = true;
+    let mut l = Ledger::new(grid(1, 4), chained).with_speculation(false);
+    let first = l.lease(&w("n1", "0"), &[]).unwrap();
+    assert_eq!(first.chain.as_ref().unwrap().done, 0);
+    let state = |b: u8| CheckpointBytes(vec![b; 3]);
+    assert!(l.slice_done(first.id, 0, state(1)));
+    assert!(!l.slice_done(first.id, 0, state(9)), "a slice counts once");
+    assert!(!l.slice_done(UnitId(7), 0, state(1)), "no such unit");
+    // n1 is lost after its first slice: the unit goes back with that slice's state.
+    assert_eq!(l.release_node("n1"), vec![first.id]);
+    let again = l.lease(&w("n2", "0"), &[]).unwrap();
+    let chain = again.chain.as_ref().unwrap();
+    assert_eq!((chain.done, chain.checkpoint.clone()), (1, Some(state(1))));
+    assert_eq!((l.stats().slices, l.stats().resumed_chains), (1, 1));
+    // The last slice reports cells, which end the unit; slices reported after that are late.
+    l.report(Some(again.id), &again.shard, ok_results(&again, 1));
+    assert!(l.is_finished());
+    assert!(!l.slice_done(again.id, 1, state(2)), "the unit is done");
 }

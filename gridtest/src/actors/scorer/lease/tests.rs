@@ -50,6 +50,7 @@ fn unit(id: u32) -> WorkUnit {
         sets: SetSpan::Run { first, count: 4 },
         files_digest: None,
         streamed: false,
+        chain: None,
     }
 }
 

@@ -75,6 +75,7 @@ fn state_over(wait_for_nodes: usize, symbols: [&str; 4]) -> SupervisorState {
             },
             files_digest: None,
             streamed: false,
+            chain: None,
         })
         .collect();
     let context = SweepContext {

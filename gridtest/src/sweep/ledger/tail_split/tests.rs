@@ -68,6 +68,7 @@ fn a_unit_that_streams_its_history_is_never_cut() {
         .into_iter()
         .map(|u| WorkUnit {
             streamed: true,
+            chain: None,
             ..u
         })
         .collect();
