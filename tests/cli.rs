@@ -232,6 +232,35 @@ fn the_dry_run_counts_what_the_run_then_computes() {
 }
 
 #[test]
+fn the_dry_run_counts_the_slices_the_run_then_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    // No history fits a cache of nothing: each is read a day at a time.
+    let args = ["--threads", "2", "--fast-max", "20", "--cache-mb", "0"];
+    let estimate = dry_run(dir.path(), &args, &[]);
+    let status = dir.path().join("status.jsonl");
+    ok(&sweep()
+        .args(["--data", &data(), "--no-progress", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--status-file")
+        .arg(&status)
+        .args(args)
+        .output()
+        .unwrap());
+    let (slices, units) = (
+        estimate["slices"].as_u64().unwrap(),
+        estimate["units"].as_u64().unwrap(),
+    );
+    assert!(slices > units, "{estimate}");
+    // Every slice of a unit but its last is reported done with its checkpoint.
+    let kept = gridtest::status::read(&status)
+        .unwrap()
+        .into_iter()
+        .filter(|r| matches!(r.event, gridtest::status::StatusEvent::SliceDone { .. }))
+        .count() as u64;
+    assert_eq!(kept, slices - units, "{estimate}");
+}
+
+#[test]
 fn json_logs_are_one_object_per_line() {
     let dir = tempfile::tempdir().unwrap();
     let o = sweep()

@@ -50,6 +50,10 @@ pub struct SweepEstimate {
     /// Bytes the run will read from the dataset on this node: each shard that fits the cache
     /// once, each larger one (streamed) once per unit.
     pub bytes_to_read: u64,
+    /// Reads of a slice of days or a whole shard the units do: a unit of a history larger
+    /// than the cache, whose strategy carries its state, reads it slice after slice (each
+    /// slice counts), any other unit reads its shard once.
+    pub slices: u64,
     /// Events over all shards.
     pub events: u64,
     /// Scorer threads of this node.
@@ -153,6 +157,7 @@ pub async fn estimate(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate>
         evaluations,
         dataset_bytes,
         bytes_to_read: count.bytes_to_read,
+        slices: count.slices,
         events: readable.iter().map(|i| i.n_rows()).sum(),
         threads,
         calibration,

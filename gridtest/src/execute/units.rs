@@ -110,6 +110,9 @@ pub(super) struct UnitCount {
     /// Bytes of the dataset they read on one node: each shard that fits the cache once, each
     /// streamed one once per unit.
     pub(super) bytes_to_read: u64,
+    /// Reads of a slice of days or of a whole shard the units do: a unit of a history read by
+    /// slices counts its slices, any other unit one.
+    pub(super) slices: u64,
 }
 
 /// How many units [`plan_units`] would cut `plan` into with nothing resumed, the evaluations
@@ -117,7 +120,8 @@ pub(super) struct UnitCount {
 pub(super) fn count_units(plan: &Plan, sizing: UnitSizing) -> UnitCount {
     let mut count = UnitCount::default();
     let n_shards = plan.infos.len();
-    for info in &plan.infos {
+    let sliced = slicing_refusal(plan).is_none();
+    for (ordinal, info) in plan.infos.iter().enumerate() {
         let info = info.as_ref().ok();
         let rows = info.map_or(0, ShardInfo::n_rows);
         let chunk = sizing.sets_per_unit(plan.n_sets, info, n_shards);
@@ -134,6 +138,14 @@ pub(super) fn count_units(plan: &Plan, sizing: UnitSizing) -> UnitCount {
                 1
             };
             count.bytes_to_read = count.bytes_to_read.saturating_add(bytes * reads);
+            let slices = if sliced && sizing.streams(info) {
+                slice_chain_from(plan, ordinal, sizing).len() as u64
+            } else {
+                1
+            };
+            count.slices += units as u64 * slices;
+        } else {
+            count.slices += units as u64;
         }
     }
     count
@@ -162,7 +174,10 @@ pub(super) fn plan_units(
     };
     // (first set index, shard ordinal, unit), ids given once all are ordered.
     let mut runs: Vec<(u64, usize, WorkUnit)> = Vec::new();
-    let mut no_slices = slicing_refusal(plan);
+    let mut no_slices = NoSlices {
+        why: slicing_refusal(plan),
+        warned: false,
+    };
     for (ordinal, (shard, info)) in plan.spec.shards.iter().zip(&plan.infos).enumerate() {
         let rows = info.as_ref().map_or(0, ShardInfo::n_rows);
         let digest = crate::data::files_digest(&plan.shard_files[ordinal]);
@@ -249,19 +264,26 @@ fn slicing_refusal(plan: &Plan) -> Option<String> {
 fn chain_of(
     info: &std::result::Result<ShardInfo, crate::data::DataError>,
     streamed: bool,
-    no_slices: &mut Option<String>,
+    no_slices: &mut NoSlices,
     chain: impl FnOnce() -> SliceChain,
 ) -> Option<Box<SliceChain>> {
     let info = info.as_ref().ok().filter(|_| streamed)?;
-    if no_slices.is_none() {
+    let Some(why) = &no_slices.why else {
         return Some(Box::new(chain()));
-    }
-    if let Some(why) = no_slices.take() {
+    };
+    if !std::mem::replace(&mut no_slices.warned, true) {
         tracing::warn!(shard = %info.shard, mib = info.bytes_in_memory() >> 20,
             "histories larger than a node's cache are read whole by each unit, and a lost \
              node loses a whole history's work: {why}");
     }
     None
+}
+
+/// Why a plan's histories are not read by slices ([`slicing_refusal`]), and whether that was
+/// said already.
+struct NoSlices {
+    why: Option<String>,
+    warned: bool,
 }
 
 /// [`slice_chain`] of the plan's shard `ordinal` (whose info is known).

@@ -18,6 +18,7 @@ pub(super) fn print(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate> {
     tracing::info!(
         cells = estimate.cells,
         units = estimate.units,
+        slices = estimate.slices,
         evaluations = estimate.evaluations,
         threads = estimate.threads,
         seconds = estimate.estimated_seconds,

@@ -238,10 +238,34 @@ impl Fleet {
         busy: Duration,
         now: Instant,
     ) {
+        self.worked(worker, 1, new, evaluations, busy, now);
+    }
+
+    /// A slice report of `worker` (a unit reading its history by slices, not done yet):
+    /// `evaluations` in `busy`.
+    pub fn reported_slice(
+        &mut self,
+        worker: &WorkerId,
+        evaluations: u64,
+        busy: Duration,
+        now: Instant,
+    ) {
+        self.worked(worker, 0, 0, evaluations, busy, now);
+    }
+
+    fn worked(
+        &mut self,
+        worker: &WorkerId,
+        units: u64,
+        new: usize,
+        evaluations: u64,
+        busy: Duration,
+        now: Instant,
+    ) {
         let end = self.compute_wall(now);
         let start = end.saturating_sub(busy);
         let add = |s: &mut NodeStats| {
-            s.units += 1;
+            s.units += units;
             s.cells += new as u64;
             s.evaluations += evaluations;
             s.busy += busy;

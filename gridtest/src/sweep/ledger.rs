@@ -23,7 +23,7 @@ use self::held_alone::HeldAlone;
 use self::load::Load;
 use self::pace::Pace;
 use self::unit_entry::{UnitEntry, UnitState};
-use super::slice_chain::CheckpointBytes;
+use super::slice_chain::{CheckpointBytes, SliceChain};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
 pub use super::worker_id::WorkerId;
 use crate::data::ShardId;
@@ -124,6 +124,8 @@ pub struct Ledger {
     attempts: HashMap<(ShardId, u64), u32>,
     /// Each shard's files digest, as its units carry it (for the retry units made here).
     files_digests: HashMap<ShardId, String>,
+    /// Each history read by slices, its chain not started (for the retry units made here).
+    chains: HashMap<ShardId, SliceChain>,
     /// Nodes that may not run some shards (they see other data).
     barred: barred::Barred,
     expected: usize,
@@ -153,6 +155,7 @@ impl Ledger {
             listed: HashMap::new(),
             attempts: HashMap::new(),
             files_digests: HashMap::new(),
+            chains: HashMap::new(),
             barred: barred::Barred::default(),
             expected: 0,
             recorded: 0,
@@ -206,6 +209,12 @@ impl Ledger {
             && !self.files_digests.contains_key(&shard)
         {
             self.files_digests.insert(shard.clone(), digest.clone());
+        }
+        if let Some(chain) = &unit.chain
+            && !self.chains.contains_key(&shard)
+        {
+            let fresh = SliceChain::new(chain.slices.clone(), chain.n_days);
+            self.chains.insert(shard.clone(), fresh);
         }
         match &unit.sets {
             SetSpan::Run { first, .. } => {

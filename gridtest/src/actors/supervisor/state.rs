@@ -370,7 +370,7 @@ impl SupervisorState {
         }
         let busy = Duration::from_millis(report.busy_ms);
         self.fleet
-            .reported(&report.worker, 0, report.evaluations, busy, Instant::now());
+            .reported_slice(&report.worker, report.evaluations, busy, Instant::now());
     }
 
     /// Hands the cells made final since the last call to the writer, and publishes progress.

@@ -105,13 +105,15 @@ impl Ledger {
         retry.dedup_by_key(|p| p.index);
         let id = UnitId(self.next_id);
         self.next_id += 1;
+        // A history read by slices is read by slices again, from its start.
+        let chain = self.chains.get(&shard.id()).cloned().map(Box::new);
         let unit = WorkUnit {
             id,
             shard: shard.clone(),
             sets: SetSpan::Listed(retry),
             files_digest: self.files_digests.get(&shard.id()).cloned(),
-            streamed: false,
-            chain: None,
+            streamed: chain.is_some(),
+            chain,
         };
         self.add(unit, false);
     }

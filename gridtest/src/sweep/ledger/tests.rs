@@ -380,9 +380,9 @@ fn once_a_unit_has_finished_only_a_unit_running_late_is_copied() {
     assert_eq!(l.stats().speculative, 2);
 }
 
-#[test]
-fn a_chained_unit_leased_again_resumes_after_its_last_slice_done() {
-    use crate::sweep::{CheckpointBytes, DaySlice, SliceChain};
+/// A ledger of one unit of 4 sets over a history of three one-day slices.
+fn chained_ledger() -> Ledger {
+    use crate::sweep::{DaySlice, SliceChain};
     let slice = |d: &str| DaySlice {
         last: d.parse().unwrap(),
         files_digest: String::new(),
@@ -397,10 +397,18 @@ fn a_chained_unit_leased_again_resumes_after_its_last_slice_done() {
         3,
     )));
     chained[0].streamed = true;
-    let mut l = Ledger::new(grid(1, 4), chained).with_speculation(false);
+    Ledger::new(grid(1, 4), chained).with_speculation(false)
+}
+
+fn state(b: u8) -> crate::sweep::CheckpointBytes {
+    crate::sweep::CheckpointBytes(vec![b; 3])
+}
+
+#[test]
+fn a_chained_unit_leased_again_resumes_after_its_last_slice_done() {
+    let mut l = chained_ledger();
     let first = l.lease(&w("n1", "0"), &[]).unwrap();
     assert_eq!(first.chain.as_ref().unwrap().done, 0);
-    let state = |b: u8| CheckpointBytes(vec![b; 3]);
     assert!(l.slice_done(first.id, 0, state(1)));
     assert!(!l.slice_done(first.id, 0, state(9)), "a slice counts once");
     assert!(!l.slice_done(UnitId(7), 0, state(1)), "no such unit");
@@ -414,4 +422,24 @@ fn a_chained_unit_leased_again_resumes_after_its_last_slice_done() {
     l.report(Some(again.id), &again.shard, ok_results(&again, 1));
     assert!(l.is_finished());
     assert!(!l.slice_done(again.id, 1, state(2)), "the unit is done");
+}
+
+#[test]
+fn the_retry_of_a_chained_units_cells_reads_the_history_by_slices_from_its_start() {
+    let mut l = chained_ledger();
+    let first = l.lease(&w("n1", "0"), &[]).unwrap();
+    assert!(l.slice_done(first.id, 0, state(1)));
+    let failure = CellFailure::new(FailureKind::Data, "a file of the second day is corrupt");
+    l.fail_unit(first.id, &failure);
+    let retry = l.lease(&w("n2", "0"), &[]).unwrap();
+    assert_ne!(retry.id, first.id);
+    assert_eq!(retry.sets.len(), 4);
+    let chain = retry.chain.as_deref().expect("still read by slices");
+    assert_eq!(
+        (chain.done, chain.len()),
+        (0, 3),
+        "from the first slice: other sets"
+    );
+    assert!(chain.checkpoint.is_none());
+    assert!(retry.streamed, "never cut at the tail");
 }
