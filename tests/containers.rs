@@ -4,7 +4,8 @@
 //! `--role auto`; a worker `docker kill`ed mid-sweep (eviction), one `docker pause`d past the
 //! heartbeat (a freeze), one `docker stop`ped (SIGTERM: drain), one cut off the network (a true
 //! partition: no RST) and reconnected, and the head killed and restarted on the same volume lose
-//! nothing, and the results equal the in-process run's. Needs a Docker engine (`docker` in `GRIDTEST_REQUIRE` makes it
+//! nothing; a worker killed while it reads a history by slices costs at most its slice; the
+//! results equal the in-process run's. Needs a Docker engine (`docker` in `GRIDTEST_REQUIRE` makes it
 //! required).
 
 use std::path::Path;
@@ -17,6 +18,8 @@ use crate::cluster::{BIN, dataset, expected_results};
 
 const COOKIE: &str = "container-cookie";
 const CELLS: usize = 3 * 80;
+/// Busy work per event: a unit takes about a tenth of a second.
+const SPIN: &str = "4000";
 
 fn docker(args: &[&str]) -> Output {
     Command::new("docker")
@@ -40,6 +43,8 @@ struct Lab {
     prefix: String,
     containers: Vec<String>,
     image: String,
+    /// Busy work per event of the cluster binary (`GRIDTEST_TEST_SPIN`).
+    spin: String,
 }
 
 impl Drop for Lab {
@@ -78,9 +83,9 @@ impl Lab {
             &out,
             "-e",
             "GRIDTEST_ROLE=auto",
-            "-e",
-            "GRIDTEST_TEST_SPIN=4000",
         ];
+        let spin = format!("GRIDTEST_TEST_SPIN={}", self.spin);
+        args.extend(["-e", &spin]);
         let cookie = format!("GRIDTEST_COOKIE={COOKIE}");
         args.extend(["-e", &cookie, image]);
         args.extend([
@@ -124,9 +129,9 @@ fn wait_head(lab: &Lab, status_file: &Path, what: &str, pred: impl Fn(&StatusEve
     }
 }
 
-/// An image of the cluster binary and a head with three workers on a network of their own;
-/// `None` (after a visible skip) without a Docker engine.
-fn pool(test: &str, out: &Path, head_extra: &[&str]) -> Option<(Lab, String)> {
+/// An image of the cluster binary and a head with three workers on a network of their own, with
+/// `spin` busy work per event; `None` (after a visible skip) without a Docker engine.
+fn pool(test: &str, out: &Path, head_extra: &[&str], spin: &str) -> Option<(Lab, String)> {
     let required = std::env::var("GRIDTEST_REQUIRE").unwrap_or_default();
     if !docker(&["info"]).status.success() {
         gridtest_tests::skip_unless_required(&required, "docker", test, "no Docker engine")
@@ -150,6 +155,7 @@ fn pool(test: &str, out: &Path, head_extra: &[&str]) -> Option<(Lab, String)> {
         prefix: format!("gridtest-test-{tag}"),
         containers: Vec::new(),
         image: image.clone(),
+        spin: spin.to_owned(),
     };
     docker_ok(&["network", "create", &lab.prefix]);
     let mut head = vec![
@@ -199,7 +205,7 @@ fn a_containerised_pool_survives_a_killed_worker_and_equals_the_in_process_run()
     let _serial = crate::cluster::serial();
     let out = tempfile::tempdir().unwrap();
     let test = "containers::a_containerised_pool_survives_a_killed_worker";
-    let Some((lab, _)) = pool(test, out.path(), &[]) else {
+    let Some((lab, _)) = pool(test, out.path(), &[], SPIN) else {
         return;
     };
     let status_file = out.path().join("status.jsonl");
@@ -217,7 +223,7 @@ fn a_paused_worker_and_a_stopped_one_lose_nothing() {
     let _serial = crate::cluster::serial();
     let out = tempfile::tempdir().unwrap();
     let test = "containers::a_paused_worker_and_a_stopped_one_lose_nothing";
-    let Some((lab, _)) = pool(test, out.path(), &[]) else {
+    let Some((lab, _)) = pool(test, out.path(), &[], SPIN) else {
         return;
     };
     let status_file = out.path().join("status.jsonl");
@@ -248,7 +254,7 @@ fn a_partitioned_worker_and_a_head_restarted_on_its_volume_lose_nothing() {
     let _serial = crate::cluster::serial();
     let out = tempfile::tempdir().unwrap();
     let test = "containers::a_partitioned_worker_and_a_head_restarted_on_its_volume_lose_nothing";
-    let Some((lab, _)) = pool(test, out.path(), &["--results", "/out/root"]) else {
+    let Some((lab, _)) = pool(test, out.path(), &["--results", "/out/root"], SPIN) else {
         return;
     };
     let status_file = out.path().join("status.jsonl");
@@ -292,5 +298,31 @@ fn a_partitioned_worker_and_a_head_restarted_on_its_volume_lose_nothing() {
     assert!(
         summary.resumed >= persisted && summary.resumed + summary.computed == CELLS,
         "{persisted} persisted before the kill: {summary:?}"
+    );
+}
+
+#[test]
+fn a_containerised_pool_reads_histories_by_slices_and_a_killed_worker_loses_at_most_one() {
+    let _serial = crate::cluster::serial();
+    let out = tempfile::tempdir().unwrap();
+    let test = "containers::a_containerised_pool_reads_histories_by_slices";
+    // The head's cache holds no history: each is read a day at a time, a slice taking about a
+    // second.
+    let Some((lab, _)) = pool(test, out.path(), &["--cache-mb", "0"], "12000") else {
+        return;
+    };
+    let status_file = out.path().join("status.jsonl");
+    wait_head(
+        &lab,
+        &status_file,
+        "a slice of gridtest-1",
+        |e| matches!(e, StatusEvent::SliceDone { node, .. } if node == "gridtest-1"),
+    );
+    docker_ok(&["kill", &lab.containers[1]]);
+    finish(&lab, out.path());
+    let summary = gridtest_tests::finished_sweep(&status_file);
+    assert!(
+        summary.ledger.resumed_chains >= 1,
+        "the killed worker's history went on after its last slice: {summary:?}"
     );
 }

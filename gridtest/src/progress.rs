@@ -30,6 +30,9 @@ pub struct SweepProgress {
     pub failed: usize,
     /// Units put back in the queue (their node was lost).
     pub requeued: usize,
+    /// Slices of the histories read by slices passed so far (their cells become final only
+    /// with their unit's last slice), and in all; zeros when no history is read by slices.
+    pub slices: (u64, u64),
     /// The sweep has ended (every cell final, or cancelled).
     pub ended: bool,
 }

@@ -197,6 +197,7 @@ impl Supervisor {
                 total: ledger.expected(),
                 failed: ledger.failed(),
                 requeued: state.requeued,
+                slices: ledger.slices(),
                 ended: true,
             });
             let outcome = SupervisorOutcome {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::progress::ProgressFeed;
+use crate::progress::{ProgressFeed, SweepProgress};
 
 /// A bar following a feed until the sweep ends; cleared by [`Bar::clear`] (or when dropped).
 pub(super) struct Bar {
@@ -42,9 +42,7 @@ impl Bar {
                 let p = *seen.borrow_and_update();
                 drawn.set_length(p.total as u64);
                 drawn.set_position(p.done as u64);
-                if p.failed > 0 || p.requeued > 0 {
-                    drawn.set_message(format!("{} failed, {} requeued", p.failed, p.requeued));
-                }
+                drawn.set_message(status_line(&p));
                 if p.ended {
                     break;
                 }
@@ -72,6 +70,19 @@ impl Drop for Bar {
     fn drop(&mut self) {
         self.clear();
     }
+}
+
+/// What the bar says besides the cells: slices of histories read by slices (their cells come
+/// with their last slice), cells failed and units requeued.
+fn status_line(p: &SweepProgress) -> String {
+    let mut parts = Vec::new();
+    if p.slices.1 > 0 {
+        parts.push(format!("{}/{} slices", p.slices.0, p.slices.1));
+    }
+    if p.failed > 0 || p.requeued > 0 {
+        parts.push(format!("{} failed, {} requeued", p.failed, p.requeued));
+    }
+    parts.join("  ")
 }
 
 /// A bar is drawn on a terminal that can redraw a line (not `TERM=dumb`) and has a width.

@@ -126,6 +126,8 @@ pub struct Ledger {
     files_digests: HashMap<ShardId, String>,
     /// Each history read by slices, its chain not started (for the retry units made here).
     chains: HashMap<ShardId, SliceChain>,
+    /// Slices of chained units passed (done, or their unit is), and in all.
+    slices: (u64, u64),
     /// Nodes that may not run some shards (they see other data).
     barred: barred::Barred,
     expected: usize,
@@ -156,6 +158,7 @@ impl Ledger {
             attempts: HashMap::new(),
             files_digests: HashMap::new(),
             chains: HashMap::new(),
+            slices: (0, 0),
             barred: barred::Barred::default(),
             expected: 0,
             recorded: 0,
@@ -210,6 +213,10 @@ impl Ledger {
         {
             self.files_digests.insert(shard.clone(), digest.clone());
         }
+        if let Some(chain) = &unit.chain {
+            self.slices.0 += u64::from(chain.done);
+            self.slices.1 += chain.len() as u64;
+        }
         if let Some(chain) = &unit.chain
             && !self.chains.contains_key(&shard)
         {
@@ -252,6 +259,9 @@ impl Ledger {
             }
             entry.state = UnitState::Done;
             self.units_done += 1;
+            if let Some(chain) = &entry.unit.chain {
+                self.slices.0 += (chain.len() as u64).saturating_sub(u64::from(chain.done));
+            }
         }
     }
 
@@ -413,12 +423,12 @@ impl Ledger {
         let Some(entry) = self.units.get_mut(&id) else {
             return false;
         };
-        let advanced = entry.state != UnitState::Done
-            && entry
-                .unit
-                .chain
-                .as_mut()
-                .is_some_and(|chain| chain.advance(slice, checkpoint));
+        let Some(chain) = entry.unit.chain.as_mut() else {
+            return false;
+        };
+        let before = chain.done;
+        let advanced = entry.state != UnitState::Done && chain.advance(slice, checkpoint);
+        self.slices.0 += u64::from(chain.done - before);
         self.stats.slices += u64::from(advanced);
         advanced
     }
@@ -427,6 +437,13 @@ impl Ledger {
     #[must_use]
     pub fn unit(&self, id: UnitId) -> Option<&WorkUnit> {
         self.units.get(&id).map(|e| &e.unit)
+    }
+
+    /// Slices of the histories read by slices that are passed (done, or their unit is), and
+    /// in all.
+    #[must_use]
+    pub fn slices(&self) -> (u64, u64) {
+        self.slices
     }
 
     /// Slices in the chain of unit `id` (0: no such unit, or not chained).

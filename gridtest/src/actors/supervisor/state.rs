@@ -390,6 +390,7 @@ impl SupervisorState {
             total: ledger.expected(),
             failed: ledger.failed(),
             requeued: self.requeued,
+            slices: ledger.slices(),
             ended: false,
         });
     }

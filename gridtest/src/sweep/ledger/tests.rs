@@ -409,8 +409,10 @@ fn a_chained_unit_leased_again_resumes_after_its_last_slice_done() {
     let mut l = chained_ledger();
     let first = l.lease(&w("n1", "0"), &[]).unwrap();
     assert_eq!(first.chain.as_ref().unwrap().done, 0);
+    assert_eq!(l.slices(), (0, 3));
     assert!(l.slice_done(first.id, 0, state(1)));
     assert!(!l.slice_done(first.id, 0, state(9)), "a slice counts once");
+    assert_eq!(l.slices(), (1, 3));
     assert!(!l.slice_done(UnitId(7), 0, state(1)), "no such unit");
     // n1 is lost after its first slice: the unit goes back with that slice's state.
     assert_eq!(l.release_node("n1"), vec![first.id]);
@@ -421,7 +423,9 @@ fn a_chained_unit_leased_again_resumes_after_its_last_slice_done() {
     // The last slice reports cells, which end the unit; slices reported after that are late.
     l.report(Some(again.id), &again.shard, ok_results(&again, 1));
     assert!(l.is_finished());
+    assert_eq!(l.slices(), (3, 3), "its last slices passed with it");
     assert!(!l.slice_done(again.id, 1, state(2)), "the unit is done");
+    assert_eq!(l.slices(), (3, 3));
 }
 
 #[test]
@@ -442,4 +446,9 @@ fn the_retry_of_a_chained_units_cells_reads_the_history_by_slices_from_its_start
     );
     assert!(chain.checkpoint.is_none());
     assert!(retry.streamed, "never cut at the tail");
+    assert_eq!(
+        l.slices(),
+        (3, 6),
+        "the failed unit passed, its retry's slices are ahead"
+    );
 }
