@@ -22,6 +22,9 @@ use crate::sweep::{
     WorkerId,
 };
 
+mod report_parts;
+pub use report_parts::MAX_MESSAGE_BYTES;
+
 /// Process group of sweep coordinators (heads serving submissions).
 pub const COORDINATORS: &str = "coordinators";
 
@@ -206,6 +209,14 @@ pub struct UnitReport {
     /// The scorer's process's bytes read from datasets after the unit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads: Option<crate::data::ProcessReads>,
+    /// Further messages that carry the rest of this unit's cells (a report too large for one
+    /// frame of the transport is sent in parts, see [`UnitReport::into_parts`]); 0: the last.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub parts_after: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A scorer's report on one slice of a chained unit (see [`crate::sweep::SliceChain`]): the

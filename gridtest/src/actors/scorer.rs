@@ -31,7 +31,7 @@ use super::backend::UnitBackend;
 use super::lease_latency::SweepLeaseLatency;
 use super::shard_loader::{LOAD_TIMEOUT, ShardHandle, ShardLoaderMsg, ShardRequest};
 use crate::actors::messages::{
-    NodeAgentMsg, NodeDataFault, SupervisorMsg, SweepContext, UnitReport,
+    MAX_MESSAGE_BYTES, NodeAgentMsg, NodeDataFault, SupervisorMsg, SweepContext, UnitReport,
 };
 use crate::actors::wire::Wire;
 use crate::data::{DataError, Dataset, ShardInfo, ShardReader};
@@ -213,13 +213,13 @@ async fn pull(myself: &ActorRef<ScorerMsg>, state: &mut ScorerState) {
 fn send_reports(args: &ScorerArgs, supervisor: &ActorRef<SupervisorMsg>, reports: Vec<UnitReport>) {
     for report in reports {
         let evaluations = report.evaluations;
-        // A supervisor gone meanwhile (the sweep ended through a speculative copy,
-        // or the head died and will requeue) is no failure of ours.
-        if supervisor
-            .cast(SupervisorMsg::Report(Wire(report)))
-            .is_err()
-        {
-            tracing::debug!(worker = %args.worker, "the supervisor is gone; report dropped");
+        // A report too large for a frame of the transport goes in parts.
+        for part in report.into_parts(MAX_MESSAGE_BYTES) {
+            // A supervisor gone meanwhile (the sweep ended through a speculative copy,
+            // or the head died and will requeue) is no failure of ours.
+            if supervisor.cast(SupervisorMsg::Report(Wire(part))).is_err() {
+                tracing::debug!(worker = %args.worker, "the supervisor is gone; report dropped");
+            }
         }
         if let Some(agent) = &args.agent {
             let _ = agent.cast(NodeAgentMsg::UnitDone(evaluations));
@@ -340,6 +340,7 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
                 results,
                 node_fault: node_fault.clone(),
                 reads: Some(crate::data::ProcessReads::now()),
+                parts_after: 0,
             }
         })
         .collect()

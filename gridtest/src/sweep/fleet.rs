@@ -253,6 +253,19 @@ impl Fleet {
         self.worked(worker, 0, 0, evaluations, busy, now);
     }
 
+    /// A part of a unit report of `worker` other than its last (a report too large for one
+    /// message): as [`Fleet::reported`], the unit counted with its last part.
+    pub fn reported_part(
+        &mut self,
+        worker: &WorkerId,
+        new: usize,
+        evaluations: u64,
+        busy: Duration,
+        now: Instant,
+    ) {
+        self.worked(worker, 0, new, evaluations, busy, now);
+    }
+
     fn worked(
         &mut self,
         worker: &WorkerId,

@@ -12,7 +12,9 @@ use ractor::ActorRef;
 
 use super::lease::Leased;
 use super::{ScorerArgs, crash, get_shard};
-use crate::actors::messages::{NodeDataFault, SliceReport, SupervisorMsg, UnitReport};
+use crate::actors::messages::{
+    MAX_MESSAGE_BYTES, NodeDataFault, SliceReport, SupervisorMsg, UnitReport,
+};
 use crate::actors::shard_loader::{ShardHandle, ShardRequest};
 use crate::actors::wire::Wire;
 use crate::data::{Dataset, ProcessReads};
@@ -20,10 +22,9 @@ use crate::params::ParamSet;
 use crate::registry::{ChainRun, find_strategy};
 use crate::sweep::{CellFailure, CheckpointBytes, FailureKind, SetResult, SliceChain, WorkUnit};
 
-/// The largest checkpoint sent to the head: a frame of the cluster's transport holds it (as
-/// base64 in JSON) with room to spare. A larger one is kept on this node only, and the unit
-/// restarts from its first slice if the node is lost.
-const MAX_SENT_CHECKPOINT: usize = 8 << 20;
+/// The largest checkpoint sent to the head (as base64 in JSON, a third larger): a larger one is
+/// kept on this node only, and the unit restarts from its first slice if the node is lost.
+const MAX_SENT_CHECKPOINT: usize = MAX_MESSAGE_BYTES / 4 * 3;
 
 /// Runs the chained unit of `lease` to its end; its report.
 pub(super) async fn run_chained(
@@ -71,6 +72,7 @@ pub(super) async fn run_chained(
         busy_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         node_fault,
         reads: Some(ProcessReads::now()),
+        parts_after: 0,
     }
 }
 

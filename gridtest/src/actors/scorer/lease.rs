@@ -110,6 +110,7 @@ impl Leased {
                 busy_ms: 0,
                 node_fault: None,
                 reads: Some(crate::data::ProcessReads::now()),
+                parts_after: 0,
             }))),
         }
     }

@@ -312,6 +312,7 @@ impl SupervisorState {
             evaluations,
             busy_ms,
             node_fault,
+            parts_after,
             ..
         } = report;
         if let Some(fault) = node_fault {
@@ -338,8 +339,13 @@ impl SupervisorState {
             Completion::Duplicate => 0,
         };
         let busy = Duration::from_millis(busy_ms);
-        self.fleet
-            .reported(&worker, new, evaluations, busy, Instant::now());
+        if parts_after == 0 {
+            self.fleet
+                .reported(&worker, new, evaluations, busy, Instant::now());
+        } else {
+            self.fleet
+                .reported_part(&worker, new, evaluations, busy, Instant::now());
+        }
     }
 
     /// A scorer finished a slice of a chained unit: the ledger keeps its checkpoint.

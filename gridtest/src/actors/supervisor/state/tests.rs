@@ -264,6 +264,7 @@ fn a_report_feeds_its_busy_time_per_set_to_the_ledger_and_a_failure_does_not() {
             busy_ms,
             node_fault: None,
             reads: None,
+            parts_after: 0,
         }
     };
     let (failed, done) = (
@@ -304,6 +305,7 @@ fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fai
             listing: Vec::new(),
         }),
         reads: None,
+        parts_after: 0,
     };
     let on_a = granted(&mut ask(&mut state, "a"));
     let on_b = granted(&mut ask(&mut state, "b"));
