@@ -108,10 +108,9 @@ impl Run<'_> {
         let mut lanes: Option<Box<dyn ChainRun>> = None;
         for k in chain.done as usize..chain.len() {
             let began = Instant::now();
-            let slice = chain.shard(&self.unit.shard, k);
             let request = ShardRequest {
                 dataset: dataset.clone(),
-                shard: slice.clone(),
+                shard: chain.shard(&self.unit.shard, k),
                 files_digest: Some(chain.slices[k].files_digest.clone()),
             };
             let handle = get_shard(self.args, request).await?;
