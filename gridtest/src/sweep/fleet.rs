@@ -241,21 +241,10 @@ impl Fleet {
         self.worked(worker, 1, new, evaluations, busy, now);
     }
 
-    /// A slice report of `worker` (a unit reading its history by slices, not done yet):
+    /// Work of `worker` that does not end a unit — a slice of a history read by slices, or a
+    /// part of a unit's report other than its last: `new` cells became final, after
     /// `evaluations` in `busy`.
-    pub fn reported_slice(
-        &mut self,
-        worker: &WorkerId,
-        evaluations: u64,
-        busy: Duration,
-        now: Instant,
-    ) {
-        self.worked(worker, 0, 0, evaluations, busy, now);
-    }
-
-    /// A part of a unit report of `worker` other than its last (a report too large for one
-    /// message): as [`Fleet::reported`], the unit counted with its last part.
-    pub fn reported_part(
+    pub fn worked_on(
         &mut self,
         worker: &WorkerId,
         new: usize,

@@ -344,7 +344,7 @@ impl SupervisorState {
                 .reported(&worker, new, evaluations, busy, Instant::now());
         } else {
             self.fleet
-                .reported_part(&worker, new, evaluations, busy, Instant::now());
+                .worked_on(&worker, new, evaluations, busy, Instant::now());
         }
     }
 
@@ -376,7 +376,7 @@ impl SupervisorState {
         }
         let busy = Duration::from_millis(report.busy_ms);
         self.fleet
-            .reported_slice(&report.worker, report.evaluations, busy, Instant::now());
+            .worked_on(&report.worker, 0, report.evaluations, busy, Instant::now());
     }
 
     /// Hands the cells made final since the last call to the writer, and publishes progress.
