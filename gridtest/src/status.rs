@@ -140,6 +140,10 @@ pub enum StatusEvent {
         total: usize,
         /// Cells failed.
         failed: usize,
+        /// Slices of the histories read by slices passed, and in all (a unit's cells come
+        /// with its last slice); absent when no history is read by slices.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slices: Option<(u64, u64)>,
     },
     /// A sweep was cancelled (SIGTERM, SIGINT) and stopped cleanly: its final cells flushed
     /// to the ledger (when persisted), its lease released.
@@ -408,6 +412,7 @@ mod tests {
                 done: 1,
                 total: 2,
                 failed: 0,
+                slices: Some((3, 8)),
             },
             StatusEvent::SweepInterrupted {
                 sweep_id: id.clone(),

@@ -45,6 +45,15 @@ fn a_worker_killed_mid_history_loses_at_most_a_slice_and_the_sweep_is_exact() {
     // The unit w1 held went on from the slice it had finished, not from the start.
     assert!(summary.ledger.resumed_chains >= 1, "{summary:?}");
     assert!(summary.ledger.slices >= 1, "{summary:?}");
+    // The head's progress counted the slices, every one passed at the end.
+    let slices = events.iter().rev().find_map(|e| match e {
+        StatusEvent::Progress { slices, .. } => *slices,
+        _ => None,
+    });
+    assert!(
+        slices.is_some_and(|(done, total)| done == total && total > 0),
+        "{slices:?}"
+    );
 }
 
 /// Checkpoints of histories saved under the results root `results`, as files.

@@ -157,10 +157,12 @@ impl SupervisorState {
             .iter()
             .map(|(slot, s)| format!("{slot}:{:.3e}evals/s", s.speed()))
             .collect();
+        let slices = ledger.slices();
         self.status.emit(StatusEvent::Progress {
             done: ledger.recorded(),
             total: ledger.expected(),
             failed: ledger.failed(),
+            slices: (slices.1 > 0).then_some(slices),
         });
         let (fleet_nodes, gpu_slots) = self.fleet.snapshot();
         let pending = ledger.pending();
