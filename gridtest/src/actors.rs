@@ -4,11 +4,15 @@
 //!
 //! ```text
 //! Supervisor (head)          leases units from the Ledger, records cells by key, heartbeats
+//! └─ LedgerWriter            spools final cells, writes ledger segments and chain checkpoints
 //! NodeAgent (each node)      answers heartbeats, spawns and restarts its scorers, drains
-//!   ├─ Scorer cpu-0          pull unit → shard from the loader → engine on a blocking thread
-//!   └─ Scorer cpu-1 …
-//! ShardLoader (each node)    loads each shard once, shares it by Arc (LRU byte budget)
+//!   ├─ Scorer cpu-0          pull unit → shard or slice from the loader → engine (blocking thread)
+//!   └─ Scorer cpu-1 … and GPU slots
+//! ShardLoader (each node)    loads each shard or slice once, shares it by Arc (LRU byte budget)
 //! ```
+//!
+//! The `Coordinator` of a serving head (`cluster::coordinator`) starts a supervisor per
+//! submitted sweep.
 //!
 //! Actors own their state and talk only by messages; CPU work runs off the async reactor.
 

@@ -21,9 +21,16 @@
 //!
 //! # Actors
 //! ```text
-//! run ─┬─ ShardLoader        one per node: loads each shard once, shares it by Arc
-//!      └─ Supervisor         one per sweep: leases units, records cells by key
-//!           └─ Scorer × N    one per core: pull unit → engine (blocking thread) → cells
+//! head (ordinal 0, or the only process in-process)
+//!   Coordinator          with --serve: plans submitted sweeps, runs them one at a time
+//!   Supervisor           one per sweep: leases units from the ledger, records cells by key,
+//!   │                    pings every node agent, requeues a silent node's units
+//!   └─ LedgerWriter      spools final cells, writes ledger segments, outputs and checkpoints
+//! every node (the head too, unless it has no scorers)
+//!   NodeAgent            reports the node's resources, spawns and restarts its scorers, drains
+//!   ├─ Scorer cpu-0 …    pull a unit → shard or slice from the loader → engine on a blocking thread
+//!   └─ Scorer gpu slots  (gridtest-cuda) several per card, admitted by free device memory
+//!   ShardLoader          loads each shard or slice once, shares it by Arc (LRU byte budget)
 //! ```
 //! See [`actors`] and [`engine`] (the hot loop and its execution model).
 //!

@@ -30,7 +30,7 @@ pub(super) const BLOCK: usize = 16;
 
 /// Events per chunk. Each chunk costs a fixed setup per lane (the strategy's call, its cursor,
 /// the changes' marks) and per group of the step, so longer chunks spread it thinner: 512
-/// ran W1 1.02–1.09× faster than 256 on Sapphire Rapids, momentum and breakout even. The
+/// ran W1 a few per cent faster than 256, momentum and breakout even. The
 /// block's targets (`(CHUNK + 1) × BLOCK` values, 64 KiB) then leave L1, which costs little:
 /// the decisions write them as a stream and the step reads them only where they change.
 pub(super) const CHUNK: usize = 512;

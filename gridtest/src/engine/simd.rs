@@ -7,9 +7,8 @@
 //! here — baseline (2 lanes per register), AVX2 (4) and AVX-512 (8) — and each call runs the
 //! best copy the CPU supports. The baseline copy is what a CPU without AVX2 runs, and what
 //! aarch64 runs (NEON is in its baseline): even with SSE2's two lanes per register, the blocks
-//! measured 1.5× one lane at a time on W1, 1.25× on momentum and even on breakout
-//! (`docs/decisions.md`, "Lane blocks at every level", which also says what the compiler makes
-//! of the baseline copy for aarch64: the means in NEON, the step in scalar registers).
+//! are faster than one lane at a time (`docs/decisions.md`, record 8). For aarch64 the compiler
+//! packs the means into NEON and leaves the step in scalar registers.
 //!
 //! The lanes' decisions (`block::Decide`, the strategy's own loop over a chunk) go through
 //! [`run`] the same way, so that a simple strategy's loop is vectorised across events with
@@ -162,9 +161,9 @@ pub(super) fn step_events<const INTRABAR: bool>(
 ///
 /// Inlined into the step, whose trade path needs many vector registers, the loop kept three
 /// of its per-lane sums on the stack (a load and a store per event each; perf: the hottest
-/// instructions of the AVX2 step). On its own the loop holds all its state in registers. A
-/// CPU without the store-to-load renaming of Zen 2 and later (Zen 1) paid that path's latency
-/// on every event. The call is once per run of events, not per event.
+/// instructions of the AVX2 step). On its own the loop holds all its state in registers; a
+/// core without store-to-load renaming paid that path's latency on every event. The call is
+/// once per run of events, not per event.
 #[inline]
 #[allow(
     unsafe_code,
@@ -251,8 +250,8 @@ pub(super) fn fused_multiply_add(level: SimdLevel) -> bool {
     reason = "an assumption that holds by construction: a range `0..n` yields only `j < n`"
 )]
 pub(super) fn below(n: usize) -> impl Iterator<Item = usize> {
-    // `map`, not `inspect`: the same code, but with `inspect` the AVX2 build ran W1 at
-    // 0.91–0.93× (the step's code laid out differently; measured in pairs, stop 46).
+    // `map`, not `inspect`: the same code, but with `inspect` the AVX2 build of W1 ran about
+    // 0.92× as fast (the step's code laid out differently).
     #[allow(clippy::manual_inspect, reason = "measured faster, see above")]
     (0..n).map(move |j| {
         // SAFETY: `j` comes from the range `0..n`, so `j < n`.

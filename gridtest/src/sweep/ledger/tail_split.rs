@@ -16,7 +16,7 @@
 //! the end of a sweep on a thousand scorers asks the head for about as many leases a second as
 //! [`TAIL_LEASES_PER_SECOND`], not several times as many (measured: with pieces of a quarter
 //! of a second, a thousand scorers raised the leases of the last seconds by half and pushed
-//! their latency past 50 ms; `docs/benchmarks.md`, the head at 1 000 nodes). Only units with
+//! their latency past 50 ms; `docs/decisions.md`, record 23). Only units with
 //! every cell open are cut (no late result of an earlier lease in them); the first piece keeps
 //! the unit's id, the rest becomes a new unit at the front of the queue (same shard: the next
 //! lease on that node finds it cached).
