@@ -23,12 +23,35 @@ struct S3 {
     _server: Option<Child>,
 }
 
+/// A port of 127.0.0.1 that nothing listens on while the returned socket lives: the socket is
+/// bound but never listens, so no other process can take the port and a connection to it is
+/// refused at once.
+fn refused_port() -> (socket2::Socket, u16) {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket
+        .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let port = socket.local_addr().unwrap().as_socket().unwrap().port();
+    (socket, port)
+}
+
+/// A port that was free a moment ago (the server started on it may still find it taken: see
+/// [`start_moto`]).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Stops a server started by [`start_moto_on`]: its watcher stops the server on SIGTERM.
+fn stop_watched(watcher: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &watcher.id().to_string()])
+        .status();
+    let _ = watcher.wait();
 }
 
 /// A raw HTTP request (moto accepts unsigned requests for bucket creation).
@@ -46,12 +69,17 @@ fn http(endpoint: &str, method: &str, path: &str) -> Option<String> {
     Some(out)
 }
 
-/// Starts a moto server on a free port (enforcing credentials when `auth`), waits for it. The
-/// server is watched by a shell that stops it when this test process is gone (statics holding it
-/// are never dropped).
+/// Starts a moto server on a free port (enforcing credentials when `auth`), waits for it. A port
+/// found free can be taken before the server binds it: then the server exits (or another
+/// server answers, which is not moto's answer), and the next attempt takes another port. The
+/// server is watched by a shell that stops it when this test process is gone (statics holding
+/// it are never dropped).
 fn start_moto(auth: bool) -> Option<(String, Child)> {
+    (0..5).find_map(|_| start_moto_on(free_port(), auth))
+}
+
+fn start_moto_on(port: u16, auth: bool) -> Option<(String, Child)> {
     let moto = std::env::var("GRIDTEST_MOTO").unwrap_or_else(|_| "moto_server".into());
-    let port = free_port();
     let script = format!(
         "{moto} -H 127.0.0.1 -p {port} >/dev/null 2>&1 & m=$!; \
          trap 'kill $m 2>/dev/null; wait $m; exit 0' TERM; \
@@ -69,13 +97,21 @@ fn start_moto(auth: bool) -> Option<(String, Child)> {
     let mut child = command.spawn().ok()?;
     let endpoint = format!("http://127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while http(&endpoint, "GET", "/").is_none() {
+    loop {
+        if let Some(answer) = http(&endpoint, "GET", "/") {
+            // moto lists the buckets (or, enforcing credentials, refuses in S3's words).
+            if answer.contains("ListAllMyBucketsResult") || answer.contains("<Error>") {
+                return Some((endpoint, child));
+            }
+            stop_watched(&mut child);
+            return None;
+        }
         if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            stop_watched(&mut child);
             return None;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Some((endpoint, child))
 }
 
 fn server() -> Option<&'static S3> {
@@ -330,7 +366,7 @@ fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
 #[test]
 fn an_unreachable_store_fails_clearly_after_bounded_retries() {
     let started = Instant::now();
-    let port = free_port();
+    let (_closed, port) = refused_port();
     let out = with_aws_env(
         &mut Command::new(example_binary("sma_crossover")),
         &format!("http://127.0.0.1:{port}"),
@@ -508,10 +544,7 @@ fn a_results_store_lost_mid_sweep_costs_no_computed_cell() {
             .max()
             .unwrap_or(0);
         if done >= 60 {
-            let _ = Command::new("kill")
-                .args(["-TERM", &moto.id().to_string()])
-                .status();
-            let _ = moto.wait();
+            stop_watched(&mut moto);
             killed = true;
         }
         std::thread::sleep(Duration::from_millis(50));

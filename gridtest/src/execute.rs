@@ -241,7 +241,7 @@ async fn compute(
         (opts.rank_by, opts.leaderboard_rows),
     )?;
     let outcome = run_actors(&plan, ledger, log, (spool, render), loader, opts, setup).await?;
-    for (name, s) in &outcome.nodes {
+    for (name, s) in &outcome.run.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
     }
@@ -256,7 +256,7 @@ async fn compute(
             sweep: plan.spec.id(),
             done,
             total,
-            persisted: opts.results.is_some() && outcome.persist_failure.is_none(),
+            persisted: opts.results.is_some() && outcome.run.persist_failure.is_none(),
         });
     }
     let timings = Timings {
@@ -315,6 +315,7 @@ async fn finish(
     opts: &RunOptions,
 ) -> Result<SweepResults> {
     let started_run = plan.started;
+    let run = outcome.run;
     let spool = outcome
         .spool
         .map_err(|why| output_error(&workspace.path().join("cells"), why))?;
@@ -352,7 +353,6 @@ async fn finish(
     let mut rendered = rendered;
     rendered.leaderboard.drawdown_sign = plan.spec.exec.drawdown_sign;
     let trades = research::trace_best(&plan, &rendered.leaderboard, opts.cache_bytes).await;
-    let sweep_id = plan.spec.id();
     let reads = sweep_reads(&plan, outcome.remote_bytes_read);
     let mut results = SweepResults::new(ResultParts {
         strategy: plan.strategy,
@@ -364,17 +364,7 @@ async fn finish(
         workspace,
         timings,
     })
-    .with_run_info(RunInfo {
-        sweep_id,
-        computed: outcome.computed,
-        nodes: outcome.nodes,
-        gpu_slots: outcome.gpu_slots,
-        gpu_energy_joules: outcome.gpu_energy_joules,
-        incompatible: outcome.incompatible,
-        persist_failure: outcome.persist_failure,
-        ledger: outcome.ledger,
-        reads,
-    });
+    .with_run_info(RunInfo { reads, ..run });
     let (report, returns) = research.unzip();
     if let Some(report) = report {
         results = results.with_research(report);

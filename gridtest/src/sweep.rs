@@ -1,6 +1,7 @@
 //! Sweeps: what to run ([`Sweep`]), how it is cut into work ([`WorkUnit`]), the state of every
 //! cell ([`Ledger`]), and what comes out ([`SweepResults`], [`Leaderboard`]).
 
+mod clock;
 mod cost;
 mod description;
 mod device_telemetry;
@@ -27,6 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::engine::{CellFailure, CellKey, CellOutcome, FailureKind};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use cost::{OwnedMachine, Prices, RentedMachine, SweepCost};
 pub use description::{Sweep, SweepDescription};
 pub use device_telemetry::DeviceTelemetry;

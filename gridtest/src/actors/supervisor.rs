@@ -16,7 +16,7 @@
 //! * Progress (cells, failures, requeues, per-node throughput) is logged every
 //!   `progress_every`; a node whose per-scorer speed falls below half the median is flagged.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use ractor::pg::GroupChangeMessage;
@@ -37,9 +37,7 @@ use crate::persist::LedgerLog;
 use crate::progress::{ProgressFeed, SweepProgress};
 use crate::status::StatusLog;
 use crate::sweep::output::OrderedRender;
-use crate::sweep::{
-    CellSpool, Fleet, FleetRules, Ledger, LedgerStats, NodeStats, ReturnsBook, Spool,
-};
+use crate::sweep::{CellSpool, Fleet, FleetRules, Ledger, ReturnsBook, RunInfo, Spool};
 
 /// How long the end of a sweep waits for the ledger writer's last flush (a remote store
 /// retries each write for up to `GRIDTEST_STORE_RETRY_S`).
@@ -71,27 +69,15 @@ fn monotonic_us() -> u64 {
 /// What the supervisor hands back when every cell is final.
 #[derive(Debug)]
 pub struct SupervisorOutcome {
+    /// What the run did, per node; its `reads` are filled in by the caller, which adds this
+    /// process's reads to [`SupervisorOutcome::remote_bytes_read`].
+    pub run: RunInfo,
     /// Every final cell (those resumed included), or why they could not be spooled.
     pub spool: Result<Spool, String>,
     /// The output files as far as they were written during the sweep.
     pub render: Option<OrderedRender>,
-    /// Cells made final by this run (not resumed from a persisted ledger).
-    pub computed: usize,
     /// From the first lease to the last result.
     pub compute_wall: Duration,
-    /// Per node.
-    pub nodes: BTreeMap<String, NodeStats>,
-    /// Per GPU scorer (`node/gpuD-K`).
-    pub gpu_slots: BTreeMap<String, NodeStats>,
-    /// Energy per device (`node/gpuD`) during the sweep, joules, where NVML reports it.
-    pub gpu_energy_joules: BTreeMap<String, f64>,
-    /// Nodes that run other code than the sweep needs (they took none of its units), and
-    /// what differs.
-    pub incompatible: BTreeMap<String, String>,
-    /// Why the ledger's last cells could not be persisted, if they could not.
-    pub persist_failure: Option<String>,
-    /// What the ledger counted (requeues, speculative copies, duplicates).
-    pub ledger: LedgerStats,
     /// Whether the sweep was cancelled before every cell was final (the ledger still holds
     /// every cell that was).
     pub cancelled: bool,
@@ -201,16 +187,20 @@ impl Supervisor {
                 ended: true,
             });
             let outcome = SupervisorOutcome {
+                run: RunInfo {
+                    sweep_id: state.context.sweep_id.clone(),
+                    computed: state.computed,
+                    nodes: state.fleet.node_stats(),
+                    gpu_slots: state.fleet.gpu_slots().clone(),
+                    gpu_energy_joules: state.fleet.gpu_energy_joules(),
+                    incompatible: state.fleet.incompatible_nodes(),
+                    persist_failure: written.persist_failure,
+                    ledger: ledger.stats(),
+                    reads: crate::data::DataReads::default(),
+                },
                 spool: written.spool,
                 render: written.render,
-                computed: state.computed,
                 compute_wall: state.fleet.compute_wall(Instant::now()),
-                nodes: state.fleet.node_stats(),
-                gpu_slots: state.fleet.gpu_slots().clone(),
-                gpu_energy_joules: state.fleet.gpu_energy_joules(),
-                incompatible: state.fleet.incompatible_nodes(),
-                persist_failure: written.persist_failure,
-                ledger: ledger.stats(),
                 cancelled,
                 final_cells: (ledger.recorded(), ledger.expected()),
                 returns: written.returns,

@@ -1,4 +1,5 @@
-//! `Ledger`: the state of every work unit and cell of a sweep. Pure (no actors, no I/O).
+//! `Ledger`: the state of every work unit and cell of a sweep. Pure (no actors, no I/O; the time
+//! comes from its [`Clock`]).
 //!
 //! Its memory does not grow with the grid's cells: a unit names a span of the grid (see
 //! [`SetSpan`]) and keeps one bit per open cell; final cells are handed out through
@@ -15,7 +16,7 @@
 //!   failed `max_attempts` times.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::Instant;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +24,7 @@ use self::held_alone::HeldAlone;
 use self::load::Load;
 use self::pace::Pace;
 use self::unit_entry::{UnitEntry, UnitState};
+use super::clock::{Clock, SystemClock};
 use super::slice_chain::{CheckpointBytes, SliceChain};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
 pub use super::worker_id::WorkerId;
@@ -143,6 +145,7 @@ pub struct Ledger {
     pace: Pace,
     stats: LedgerStats,
     journal: Vec<FinalCell>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Ledger {
@@ -173,6 +176,7 @@ impl Ledger {
             pace: Pace::default(),
             stats: LedgerStats::default(),
             journal: Vec::new(),
+            clock: Arc::new(SystemClock),
         };
         for unit in units {
             ledger.next_id = ledger.next_id.max(unit.id.0 + 1);
@@ -196,6 +200,13 @@ impl Ledger {
     #[must_use]
     pub fn with_max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Reads the time from `clock` (the system's monotonic clock by default).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -255,7 +266,8 @@ impl Ledger {
             if let UnitState::Leased(holders) = &entry.state
                 && let [(_, since)] = holders.as_slice()
             {
-                self.pace.finished(entry.unit.sets.len(), since.elapsed());
+                let held = self.clock.now().saturating_duration_since(*since);
+                self.pace.finished(entry.unit.sets.len(), held);
             }
             entry.state = UnitState::Done;
             self.units_done += 1;
@@ -297,7 +309,7 @@ impl Ledger {
         if !self.speculate {
             return None;
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         // The longest held first; a smaller unit held less long may be late where a larger
         // one is not, so a few are looked at.
         let straggler = self
@@ -327,7 +339,7 @@ impl Ledger {
     /// Leases a pending unit to `worker` (one whose shard is in `cached` first), never a
     /// speculative copy; `None` when nothing is pending.
     pub fn lease_pending(&mut self, worker: &WorkerId, cached: &[ShardId]) -> Option<WorkUnit> {
-        let now = Instant::now();
+        let now = self.clock.now();
         // Entries of units no longer pending are dropped lazily, from the front.
         while self.queue.front().is_some_and(|id| {
             self.units

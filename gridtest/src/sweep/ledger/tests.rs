@@ -360,22 +360,32 @@ fn a_pending_only_lease_never_copies_a_running_unit() {
 
 #[test]
 fn once_a_unit_has_finished_only_a_unit_running_late_is_copied() {
-    let mut l = ledger(3, 2);
+    use std::time::Duration;
+    let clock = std::sync::Arc::new(crate::sweep::ManualClock::default());
+    let mut l = ledger(3, 2).with_clock(clock.clone());
     let a = l.lease(&w("n1", "0"), &[]).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(60));
-    // Unit a took 60 ms or more: a unit of two sets is late past 90 ms or so.
+    clock.advance(Duration::from_millis(60));
+    // Unit a took 60 ms: a unit of two sets is late once held 1.5 times that (90 ms).
     l.report(Some(a.id), &a.shard, ok_results(&a, 1));
     let b = l.lease(&w("n1", "0"), &[]).unwrap();
+    clock.advance(Duration::from_millis(5));
     let c = l.lease(&w("n2", "0"), &[]).unwrap();
+    clock.advance(Duration::from_millis(84));
     assert_eq!(
         l.lease(&w("n3", "0"), &[]),
         None,
-        "b and c run at the usual pace"
+        "b (89 ms) and c (84 ms) run at the usual pace"
     );
     assert_eq!(l.stats().speculative, 0);
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let copy = l.lease(&w("n3", "0"), &[]).expect("b is late now");
+    clock.advance(Duration::from_millis(2));
+    let copy = l.lease(&w("n3", "0"), &[]).expect("b is late now (91 ms)");
     assert_eq!(copy.id, b.id, "the longest held first");
+    assert_eq!(
+        l.lease(&w("n3", "0"), &[]),
+        None,
+        "c (86 ms) is not late yet"
+    );
+    clock.advance(Duration::from_millis(5));
     assert_eq!(l.lease(&w("n3", "0"), &[]).map(|u| u.id), Some(c.id));
     assert_eq!(l.stats().speculative, 2);
 }
