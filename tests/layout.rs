@@ -62,6 +62,16 @@ impl Fixture {
             .join(format!("results/sweeps/{id}/spec.json"));
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
     }
+
+    /// Every file the sweep's listing saw, from its `manifest.jsonl`.
+    fn manifest(&self, results: &SweepResults) -> Vec<gridtest::data::ListedFile> {
+        let id = &results.run_info().unwrap().sweep_id;
+        let path = self.dir.path().join(format!(
+            "results/sweeps/{id}/{}",
+            gridtest::persist::FileManifest::NAME
+        ));
+        gridtest::persist::FileManifest::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
 }
 
 /// The layout problems of a failed sweep, as `(path relative to the data, reason)`.
@@ -112,9 +122,16 @@ fn an_empty_parquet_file_fails_its_shard_and_stays_in_the_manifest() {
         .into_iter()
         .filter(|(_, s, c)| s.symbol() == "S000" && c.is_ok());
     assert_eq!(ok.count(), 955);
-    // The manifest lists every file the listing saw, the empty one too.
-    let manifest = f.spec(&results).manifest;
+    // The manifest lists every file the listing saw, the empty one too, and the spec counts
+    // them per shard.
+    let manifest = f.manifest(&results);
     assert_eq!(manifest.len(), 6);
+    let spec = f.spec(&results);
+    assert_eq!(spec.data.iter().map(|s| s.files).sum::<u64>(), 6);
+    assert_eq!(
+        spec.dataset_bytes(),
+        manifest.iter().map(|m| m.size).sum::<u64>()
+    );
     let recorded = manifest
         .iter()
         .find(|m| {
@@ -303,7 +320,7 @@ fn a_file_is_identified_by_its_content_not_its_times() {
         b.computed, 0,
         "the interrupted-or-finished sweep is resumed, not restarted"
     );
-    let manifest = f.spec(&again).manifest;
+    let manifest = f.manifest(&again);
     assert!(
         manifest
             .iter()

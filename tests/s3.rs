@@ -337,11 +337,30 @@ fn a_sweep_reads_its_dataset_from_s3_and_persists_everything_there() {
             .unwrap(),
     )
     .unwrap();
-    let manifest = spec["manifest"].as_array().unwrap();
+    let manifest = runtime()
+        .block_on(async {
+            store
+                .get(&ObjectPath::parse(format!("{sweep_dir}/manifest.jsonl")).unwrap())
+                .await?
+                .bytes()
+                .await
+        })
+        .unwrap();
+    let manifest =
+        gridtest::persist::FileManifest::parse(&String::from_utf8_lossy(&manifest)).unwrap();
     assert_eq!(manifest.len(), 6, "every file read, nothing of S002");
-    assert!(manifest.iter().all(
-        |f| f["e_tag"].as_str().is_some_and(|t| !t.is_empty()) && f["size"].as_u64() > Some(0)
-    ));
+    assert!(
+        manifest
+            .iter()
+            .all(|f| f.e_tag.as_deref().is_some_and(|t| !t.is_empty()) && f.size > 0)
+    );
+    let files: u64 = spec["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["files"].as_u64().unwrap())
+        .sum();
+    assert_eq!(files, 6, "the spec counts each shard's files");
     assert_eq!(spec["strategy"], "sma_crossover");
     assert!(
         spec["strategy_crate"]

@@ -383,7 +383,7 @@ async fn finish(
 fn sweep_reads(plan: &Plan, remote: u64) -> crate::data::DataReads {
     crate::data::DataReads {
         bytes_read: (crate::data::bytes_read() - plan.reads_at_start) + remote,
-        dataset_bytes: plan.spec.manifest.iter().map(|f| f.size).sum(),
+        dataset_bytes: plan.spec.dataset_bytes(),
     }
 }
 
@@ -398,7 +398,9 @@ async fn open_ledger(
     };
     let sweep_id = plan.spec.id();
     let spec_json = plan.spec.to_json();
-    let (log, done) = LedgerLog::open(root, &sweep_id, spec_json.as_bytes()).await?;
+    let manifest = crate::persist::FileManifest::to_jsonl(&plan.shard_files);
+    let (log, done) =
+        LedgerLog::open(root, &sweep_id, spec_json.as_bytes(), manifest.as_bytes()).await?;
     tracing::info!(sweep = %sweep_id, root = %root, recorded = done.len(), "sweep ledger opened");
     Ok((Some(log), done))
 }

@@ -20,7 +20,7 @@ mod sweep_lock;
 pub use chain_log::{ChainLog, SavedChains};
 pub use ledger_log::{LedgerLog, LogRecord};
 pub use probe::probe_root;
-pub use spec::{SweepSpec, sweep_id};
+pub use spec::{FileManifest, ShardFiles, SweepSpec, sweep_id};
 pub use sweep_lock::{LEASE_TTL, LeaseHolder, SweepLock};
 
 /// Errors of persistence.

@@ -1,9 +1,9 @@
 //! Exact replay: re-executes a persisted sweep (or one of its cells) from its `spec.json` and
 //! checks that every metric is identical, bit for bit, to what the sweep recorded.
 //!
-//! Before anything runs, the data are checked against the spec's manifest (size and ETag of
-//! every file, and no file added to a shard): a replay on changed data says which files changed
-//! and refuses, unless forced.
+//! Before anything runs, the data are checked against the spec (each shard's digest of the size
+//! and content tag of every file, so no file added, missing or changed): a replay on changed
+//! data says which files changed (from the sweep's `manifest.jsonl`) and refuses, unless forced.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use object_store::ObjectStoreExt;
 use crate::data::{Dataset, ListedFile, Shard, ShardReader};
 use crate::error::{Error, Result};
 use crate::params::{ParamSet, ParamSetId};
-use crate::persist::{LedgerLog, SweepSpec};
+use crate::persist::{FileManifest, LedgerLog, ShardFiles, SweepSpec};
 use crate::registry::find_strategy;
 use crate::storage::Location;
 use crate::sweep::{CellKey, CellOutcome, SweepId};
@@ -104,31 +104,91 @@ pub fn identical(a: &CellOutcome, b: &CellOutcome) -> bool {
     }
 }
 
-/// How the files of `shards` differ from the spec's manifest now.
+/// How the files of `shards` differ from what sweep `sweep_id` under `root` read: each shard's
+/// files listed now against its digest in the spec, and a changed shard's files named from the
+/// sweep's [`FileManifest`] (the shard named alone when that file is missing).
 async fn data_changes(
+    (root, sweep_id): (&Location, &SweepId),
     spec: &SweepSpec,
     reader: &ShardReader,
     shards: &[Shard],
 ) -> Result<Vec<ManifestChange>> {
     let mut changes = Vec::new();
+    let mut manifest: Option<Option<Vec<ListedFile>>> = None;
     for shard in shards {
         let now = reader.list(shard).await?;
-        let recorded: Vec<ListedFile> = spec
-            .manifest
+        let recorded = spec
+            .shards
             .iter()
-            .filter(|f| {
-                shard
-                    .symbols()
+            .position(|s| s == shard)
+            .and_then(|i| spec.data.get(i));
+        let listed = ShardFiles::of(&now);
+        if recorded.is_some_and(|r| r.digest == listed.digest) {
+            continue;
+        }
+        if manifest.is_none() {
+            manifest = Some(read_manifest(root, sweep_id).await?);
+        }
+        match manifest.as_ref().and_then(Option::as_ref) {
+            Some(files) => {
+                let recorded: Vec<ListedFile> = files
                     .iter()
-                    .any(|s| f.url.contains(&format!("/symbol={s}/")))
-                    && f.date >= shard.first()
-                    && f.date <= shard.last()
-            })
-            .cloned()
-            .collect();
-        changes.extend(manifest_changes(&recorded, &now));
+                    .filter(|f| {
+                        shard
+                            .symbols()
+                            .iter()
+                            .any(|s| f.url.contains(&format!("/symbol={s}/")))
+                            && f.date >= shard.first()
+                            && f.date <= shard.last()
+                    })
+                    .cloned()
+                    .collect();
+                changes.extend(manifest_changes(&recorded, &now));
+            }
+            None => changes.push(ManifestChange {
+                url: shard.to_string(),
+                change: format!(
+                    "its files differ from those the sweep read ({}; now {} files, {} bytes; \
+                     {} is missing, so the files cannot be named)",
+                    recorded.map_or_else(
+                        || "not recorded".to_owned(),
+                        |r| format!("{} files, {} bytes", r.files, r.bytes)
+                    ),
+                    listed.files,
+                    listed.bytes,
+                    FileManifest::NAME
+                ),
+            }),
+        }
     }
     Ok(changes)
+}
+
+/// The files sweep `sweep_id` listed, from its [`FileManifest`]; `None` when there is none.
+async fn read_manifest(root: &Location, sweep_id: &SweepId) -> Result<Option<Vec<ListedFile>>> {
+    let (store, path) = root.store()?;
+    let manifest_path = path
+        .join("sweeps")
+        .join(sweep_id.as_str())
+        .join(FileManifest::NAME);
+    let url = root.object_url(&manifest_path);
+    let bytes = match async { store.get(&manifest_path).await?.bytes().await }.await {
+        Ok(bytes) => bytes,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => {
+            return Err(Error::Read {
+                path: url,
+                reason: e.to_string(),
+            });
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    FileManifest::parse(&text)
+        .map(Some)
+        .map_err(|(line, reason)| Error::Read {
+            path: url,
+            reason: format!("line {line}: {reason}"),
+        })
 }
 
 /// [`Error::InvalidSweep`] naming every changed file, unless there is none or `force` is on.
@@ -251,7 +311,7 @@ pub async fn replay(
         });
     }
     // The data must be what the sweep read.
-    let changes = data_changes(&spec, &reader, &shards).await?;
+    let changes = data_changes((root, sweep_id), &spec, &reader, &shards).await?;
     refuse_changed(&spec, sweep_id, &changes, force)?;
     let recorded = LedgerLog::read(root, sweep_id).await?;
     let mut report = ReplayReport {
@@ -337,7 +397,13 @@ pub async fn trace(
         .ok_or_else(|| missing(format!("parameter set {param_set}")))?;
     let dataset = Dataset::try_new(&spec.dataset, spec.kind)?;
     let reader = ShardReader::try_new(&dataset)?;
-    let changes = data_changes(&spec, &reader, std::slice::from_ref(&shard)).await?;
+    let changes = data_changes(
+        (root, sweep_id),
+        &spec,
+        &reader,
+        std::slice::from_ref(&shard),
+    )
+    .await?;
     refuse_changed(&spec, sweep_id, &changes, force)?;
     let data = reader.load(&shard).await?;
     let mark = data.kind().mark_column();

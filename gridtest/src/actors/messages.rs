@@ -232,7 +232,8 @@ pub struct SliceReport {
     pub unit: UnitId,
     /// The slice done (its index in the unit's chain).
     pub slice: u32,
-    /// The lanes' state after it.
+    /// The lanes' state after it; empty when too large to send (the work is counted, and a
+    /// lost holder's unit starts again from the last checkpoint the head has).
     pub checkpoint: CheckpointBytes,
     /// Tick-parameter evaluations it took.
     pub evaluations: u64,

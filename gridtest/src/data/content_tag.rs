@@ -183,15 +183,21 @@ fn with_change_time(_path: &Path, stat: &str) -> std::io::Result<String> {
 fn hash_file(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buffer)?;
-        if n == 0 {
-            break;
-        }
-        super::read_meter::count(n as u64);
-        hasher.update(&buffer[..n]);
+    // One buffer per hashing thread: a dataset of many small files would otherwise zero a fresh
+    // megabyte per file.
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
     }
+    BUFFER.with_borrow_mut(|buffer| -> std::io::Result<()> {
+        loop {
+            let n = file.read(buffer)?;
+            if n == 0 {
+                return Ok(());
+            }
+            super::read_meter::count(n as u64);
+            hasher.update(&buffer[..n]);
+        }
+    })?;
     let digest = hasher.finalize();
     Ok(format!(
         "sha256:{}",

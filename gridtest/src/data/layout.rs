@@ -23,9 +23,10 @@
 //! Dates are parsed strictly and compared as dates.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::NaiveDate;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore};
 use serde::{Deserialize, Serialize};
@@ -337,16 +338,37 @@ async fn list_symbols(
     layout: &mut Layout,
 ) -> Result<()> {
     let (store, root) = dataset.store()?;
-    for (symbol, dir) in symbols {
-        let objects: Vec<ObjectMeta> =
-            store
-                .list(Some(&dir))
-                .try_collect()
-                .await
-                .map_err(|source| DataError::Store {
-                    url: dataset.object_url(&dir),
-                    source,
-                })?;
+    let local = dataset.url().scheme() == "file";
+    // Symbols are listed a few at a time: a store's listing is a chain of pages, each a round
+    // trip, and a local one walks a directory tree.
+    let listings: Vec<(String, Vec<ObjectMeta>, Vec<local::DanglingLink>)> =
+        futures::stream::iter(symbols)
+            .map(|(symbol, dir)| {
+                let store = Arc::clone(&store);
+                async move {
+                    let objects: Vec<ObjectMeta> = store
+                        .list(Some(&dir))
+                        .try_collect()
+                        .await
+                        .map_err(|source| DataError::Store {
+                            url: dataset.object_url(&dir),
+                            source,
+                        })?;
+                    let links = if local {
+                        let path = local_path(&dir);
+                        tokio::task::spawn_blocking(move || local::dangling_links(&path, 3))
+                            .await
+                            .unwrap_or_default()
+                    } else {
+                        Vec::new()
+                    };
+                    Ok::<_, DataError>((symbol, objects, links))
+                }
+            })
+            .buffered(LISTING_CONCURRENCY)
+            .try_collect()
+            .await?;
+    for (symbol, objects, links) in listings {
         if !objects.is_empty() {
             layout.files.entry(symbol).or_default();
         }
@@ -359,18 +381,15 @@ async fn list_symbols(
             let relative: Vec<&str> = relative.iter().map(String::as_str).collect();
             layout.add(dataset, meta, &relative);
         }
-        if dataset.url().scheme() == "file" {
-            let path = local_path(&dir);
-            let links = tokio::task::spawn_blocking(move || local::dangling_links(&path, 3))
-                .await
-                .unwrap_or_default();
-            for link in links {
-                layout.add_dangling(link);
-            }
+        for link in links {
+            layout.add_dangling(link);
         }
     }
     Ok(())
 }
+
+/// Symbol directories listed at once.
+const LISTING_CONCURRENCY: usize = 8;
 
 const HIDDEN: &str = "hidden or marker object (its name starts with `.` or `_`)";
 

@@ -1,5 +1,6 @@
 //! Planning a sweep: the dataset listed strictly, one shard per symbol, the grid expanded,
-//! every shard's footers checked, and the spec (with its data manifest) that names the sweep.
+//! every shard's footers checked, and the spec (with each shard's files' digest) that names the
+//! sweep.
 
 use std::time::Instant;
 
@@ -90,7 +91,9 @@ pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Resu
         .map_err(|e| crate::Error::actors("counting the grid", e))?
         .ok_or(crate::Error::InterruptedPlanning)?;
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
-        param_sets = n_sets, cells = shards.len() * n_sets, "sweep planned");
+        param_sets = n_sets, cells = shards.len() * n_sets,
+        listed_ms = started.elapsed().as_millis() as u64, "sweep planned");
+    let tagging = Instant::now();
     let reader = ShardReader::try_new(&dataset)?;
     let mut listed = Vec::with_capacity(shards.len());
     for s in &shards {
@@ -103,8 +106,10 @@ pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Resu
     }
     // The manifest holds every file the listing saw, also those of shards that fail below.
     let shard_files: Vec<Vec<ListedFile>> = listed.iter().map(|l| reader.listed(l)).collect();
-    let manifest: Vec<_> = shard_files.iter().flatten().cloned().collect();
-    let dates: std::collections::BTreeSet<_> = manifest.iter().map(|f| f.date).collect();
+    let dates: std::collections::BTreeSet<_> =
+        shard_files.iter().flatten().map(|f| f.date).collect();
+    let n_files: usize = shard_files.iter().map(Vec::len).sum();
+    let footers = Instant::now();
     let infos = join_all(
         shards
             .iter()
@@ -112,12 +117,19 @@ pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Resu
             .map(|(s, l)| reader.inspect_objects(s, l)),
     )
     .await;
+    tracing::debug!(
+        files = n_files,
+        tagged_ms = (footers - tagging).as_millis() as u64,
+        footers_ms = footers.elapsed().as_millis() as u64,
+        "shards' files tagged and inspected"
+    );
     for (shard, info) in shards.iter().zip(&infos) {
         if let Err(e) = info {
             tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
         }
     }
-    let spec = SweepSpec::new(sweep, &dataset, shards, manifest).with_ignored(data.layout.ignored);
+    let spec =
+        SweepSpec::new(sweep, &dataset, shards, &shard_files).with_ignored(data.layout.ignored);
     Ok(Plan {
         strategy,
         n_sets,

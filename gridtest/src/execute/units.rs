@@ -33,7 +33,7 @@ impl Planned {
     pub(super) fn snapshot(&self, plan: &Plan) -> crate::progress::PlanSnapshot {
         let cells_left: u64 = self.units.iter().map(|u| u.sets.len() as u64).sum();
         crate::progress::PlanSnapshot {
-            dataset_bytes: plan.spec.manifest.iter().map(|f| f.size).sum(),
+            dataset_bytes: plan.spec.dataset_bytes(),
             evals_per_cell: self.evaluations as f64 / cells_left.max(1) as f64,
             gpu_eligible: (plan.strategy.gpu)().is_some(),
         }

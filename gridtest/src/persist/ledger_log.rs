@@ -13,7 +13,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
-use super::{ChainLog, PersistError};
+use super::{ChainLog, FileManifest, PersistError};
 use crate::params::SetPlace;
 use crate::storage::Location;
 use crate::sweep::{CellKey, CellOutcome, FinalCell, SweepId};
@@ -54,7 +54,8 @@ impl std::fmt::Debug for LedgerLog {
 
 impl LedgerLog {
     /// Opens the log of sweep `sweep_id` under the results root `root` (writing `spec_json` as
-    /// `spec.json`), and reads back every cell already recorded.
+    /// `spec.json` and `manifest` as [`FileManifest::NAME`] beside it), and reads back every
+    /// cell already recorded.
     ///
     /// # Errors
     /// [`PersistError`] if the store fails or a segment is corrupt.
@@ -62,17 +63,20 @@ impl LedgerLog {
         root: &Location,
         sweep_id: &SweepId,
         spec_json: &[u8],
+        manifest: &[u8],
     ) -> Result<(Self, BTreeMap<CellKey, CellOutcome>), PersistError> {
         let (store, root_path) = root.store()?;
         let sweep_dir = root_path.clone().join("sweeps").join(sweep_id.as_str());
-        let spec = sweep_dir.clone().join("spec.json");
-        store
-            .put(&spec, PutPayload::from(spec_json.to_vec()))
-            .await
-            .map_err(|source| PersistError::Store {
-                url: root.object_url(&spec),
-                source,
-            })?;
+        for (name, bytes) in [("spec.json", spec_json), (FileManifest::NAME, manifest)] {
+            let path = sweep_dir.clone().join(name);
+            store
+                .put(&path, PutPayload::from(bytes.to_vec()))
+                .await
+                .map_err(|source| PersistError::Store {
+                    url: root.object_url(&path),
+                    source,
+                })?;
+        }
         let dir = sweep_dir.join("ledger");
         let done = read_segments(&*store, root, &dir).await?;
         let chains = ChainLog::open(root, sweep_id)?;

@@ -32,9 +32,11 @@ pub struct SweepSpec {
     pub exec: ExecModel,
     /// Version of the execution semantics.
     pub exec_model_version: u32,
-    /// Every data file the listing of the sweep's shards saw (empty ones too), with its size
-    /// and ETag (for local files a hash of the content).
-    pub manifest: Vec<ListedFile>,
+    /// Each shard's data files, in the order of `shards`: how many, their bytes and their
+    /// digest (every file's URL, size and content tag). The files themselves are in
+    /// `manifest.jsonl` beside `spec.json` ([`FileManifest`]); the digests make them part of
+    /// the sweep id.
+    pub data: Vec<ShardFiles>,
     /// Objects under the dataset root that were not read, and why (the warnings the run
     /// printed). Recorded for audit; not part of the sweep id, so adding a README to the
     /// dataset does not make the sweep another one.
@@ -55,13 +57,14 @@ impl SweepSpec {
     }
 
     /// The spec of `sweep` resolved against its dataset: the shards its selection planned and
-    /// every file their listing saw, with the current gridtest and execution-model versions.
+    /// the files their listing saw (`shard_files`, one list per shard, in read order), with the
+    /// current gridtest and execution-model versions.
     #[must_use]
     pub fn new(
         sweep: &Sweep,
         dataset: &Dataset,
         shards: Vec<Shard>,
-        manifest: Vec<ListedFile>,
+        shard_files: &[Vec<ListedFile>],
     ) -> Self {
         let strategy = sweep.strategy();
         let description = sweep.description();
@@ -76,7 +79,7 @@ impl SweepSpec {
             shards,
             exec: description.exec.clone(),
             exec_model_version: EXEC_MODEL_VERSION,
-            manifest,
+            data: shard_files.iter().map(|f| ShardFiles::of(f)).collect(),
             ignored: Vec::new(),
             search: description.search.as_deref().cloned(),
         }
@@ -101,10 +104,72 @@ impl SweepSpec {
         }
     }
 
+    /// Bytes of the files the sweep's shards read.
+    #[must_use]
+    pub fn dataset_bytes(&self) -> u64 {
+        self.data.iter().map(|s| s.bytes).sum()
+    }
+
     /// The sweep id: see [`sweep_id`].
     #[must_use]
     pub fn id(&self) -> SweepId {
         sweep_id(self)
+    }
+}
+
+/// A shard's data files as the spec records them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardFiles {
+    /// Files (empty ones too).
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// [`files_digest`](crate::data::files_digest) of them, in read order.
+    pub digest: String,
+}
+
+impl ShardFiles {
+    /// The record of `files`, a shard's files in read order.
+    #[must_use]
+    pub fn of(files: &[ListedFile]) -> Self {
+        Self {
+            files: files.len() as u64,
+            bytes: files.iter().map(|f| f.size).sum(),
+            digest: crate::data::files_digest(files),
+        }
+    }
+}
+
+/// Every data file a sweep's listing saw, with its size and content tag (for local files a
+/// hash of the bytes), one JSON object per line: `sweeps/<id>/manifest.jsonl` under a results
+/// root. The spec holds each shard's digest of them.
+pub struct FileManifest;
+
+impl FileManifest {
+    /// Its name beside `spec.json`.
+    pub const NAME: &'static str = "manifest.jsonl";
+
+    /// The manifest's text: one [`ListedFile`] per line, shard after shard.
+    #[must_use]
+    pub fn to_jsonl(shard_files: &[Vec<ListedFile>]) -> String {
+        let mut text = String::new();
+        for file in shard_files.iter().flatten() {
+            text.push_str(&serde_json::to_string(file).expect("listed files serialise"));
+            text.push('\n');
+        }
+        text
+    }
+
+    /// The files of a manifest's text.
+    ///
+    /// # Errors
+    /// A line that is not a listed file, with its number (1-based) and why.
+    pub fn parse(text: &str) -> Result<Vec<ListedFile>, (usize, String)> {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| serde_json::from_str(l).map_err(|e| (i + 1, e.to_string())))
+            .collect()
     }
 }
 

@@ -169,12 +169,14 @@ impl Run<'_> {
 
     /// Sends the head the lanes' state after slice `k`.
     fn report_slice(&self, k: usize, saved: Vec<u8>, rows: u64, began: Instant) {
-        if saved.len() > MAX_SENT_CHECKPOINT {
+        let saved = if saved.len() > MAX_SENT_CHECKPOINT {
             tracing::warn!(unit = %self.unit.id, bytes = saved.len(),
                 "the lanes' state is too large to send to the head: kept on this node only \
                  (fewer parameter sets per unit make it smaller)");
-            return;
-        }
+            Vec::new()
+        } else {
+            saved
+        };
         let report = SliceReport {
             sweep_id: self.context.sweep_id.clone(),
             worker: self.args.worker.clone(),

@@ -364,7 +364,9 @@ impl SupervisorState {
         };
         let bytes = report.checkpoint.0.len() as u64;
         let slices = ledger.chain_len(report.unit);
-        if ledger.slice_done(report.unit, report.slice, report.checkpoint) {
+        // An empty checkpoint was too large to send: the work counts, the chain stays where
+        // the last checkpoint left it.
+        if bytes > 0 && ledger.slice_done(report.unit, report.slice, report.checkpoint) {
             if let (Some(writer), Some(unit)) = (&self.writer, ledger.unit(report.unit)) {
                 let _ = writer.cast(LedgerWriterMsg::Chain(Box::new(unit.clone())));
             }

@@ -362,7 +362,7 @@ fn a_pending_only_lease_never_copies_a_running_unit() {
 fn once_a_unit_has_finished_only_a_unit_running_late_is_copied() {
     use std::time::Duration;
     let clock = std::sync::Arc::new(crate::sweep::ManualClock::default());
-    let mut l = ledger(3, 2).with_clock(clock.clone());
+    let mut l = ledger(3, 2).with_clock(std::sync::Arc::<crate::sweep::ManualClock>::clone(&clock));
     let a = l.lease(&w("n1", "0"), &[]).unwrap();
     clock.advance(Duration::from_millis(60));
     // Unit a took 60 ms: a unit of two sets is late once held 1.5 times that (90 ms).
