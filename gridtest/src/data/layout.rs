@@ -23,10 +23,8 @@
 //! Dates are parsed strictly and compared as dates.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use chrono::NaiveDate;
-use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore};
 use serde::{Deserialize, Serialize};
@@ -190,7 +188,7 @@ pub(crate) async fn scan(dataset: &Dataset, symbols: Option<&[String]>) -> Resul
     check_local_root(dataset)?;
     let mut layout = Layout::default();
     let wanted = list_root(dataset, &mut layout, symbols, true).await?;
-    list_symbols(dataset, wanted, &mut layout).await?;
+    listing::list_symbols(dataset, wanted, &mut layout).await?;
     layout.sort();
     Ok(layout)
 }
@@ -206,7 +204,7 @@ pub(crate) async fn scan_symbols(dataset: &Dataset, symbols: &[String]) -> Resul
     check_local_root(dataset)?;
     let mut layout = Layout::default();
     let wanted = list_root(dataset, &mut layout, Some(symbols), false).await?;
-    list_symbols(dataset, wanted, &mut layout).await?;
+    listing::list_symbols(dataset, wanted, &mut layout).await?;
     layout.sort();
     Ok(layout)
 }
@@ -330,67 +328,6 @@ async fn root_links(dataset: &Dataset, layout: &mut Layout, wanted: impl Fn(&str
     }
 }
 
-/// Lists each symbol's directory recursively; for a local dataset, finds the symbolic links
-/// under it whose targets do not exist (the store skips them without a word).
-async fn list_symbols(
-    dataset: &Dataset,
-    symbols: BTreeMap<String, Path>,
-    layout: &mut Layout,
-) -> Result<()> {
-    let (store, root) = dataset.store()?;
-    let local = dataset.url().scheme() == "file";
-    // Symbols are listed a few at a time: a store's listing is a chain of pages, each a round
-    // trip, and a local one walks a directory tree.
-    let listings: Vec<(String, Vec<ObjectMeta>, Vec<local::DanglingLink>)> =
-        futures::stream::iter(symbols)
-            .map(|(symbol, dir)| {
-                let store = Arc::clone(&store);
-                async move {
-                    let objects: Vec<ObjectMeta> = store
-                        .list(Some(&dir))
-                        .try_collect()
-                        .await
-                        .map_err(|source| DataError::Store {
-                            url: dataset.object_url(&dir),
-                            source,
-                        })?;
-                    let links = if local {
-                        let path = local_path(&dir);
-                        tokio::task::spawn_blocking(move || local::dangling_links(&path, 3))
-                            .await
-                            .unwrap_or_default()
-                    } else {
-                        Vec::new()
-                    };
-                    Ok::<_, DataError>((symbol, objects, links))
-                }
-            })
-            .buffered(LISTING_CONCURRENCY)
-            .try_collect()
-            .await?;
-    for (symbol, objects, links) in listings {
-        if !objects.is_empty() {
-            layout.files.entry(symbol).or_default();
-        }
-        for meta in objects {
-            let relative: Vec<String> = meta
-                .location
-                .prefix_match(&root)
-                .map(|parts| parts.map(|p| p.as_ref().to_owned()).collect())
-                .unwrap_or_default();
-            let relative: Vec<&str> = relative.iter().map(String::as_str).collect();
-            layout.add(dataset, meta, &relative);
-        }
-        for link in links {
-            layout.add_dangling(link);
-        }
-    }
-    Ok(())
-}
-
-/// Symbol directories listed at once.
-const LISTING_CONCURRENCY: usize = 8;
-
 const HIDDEN: &str = "hidden or marker object (its name starts with `.` or `_`)";
 
 const UNDECODABLE: &str =
@@ -405,6 +342,7 @@ fn hides_a_partition(name: &str) -> bool {
     is_hidden(name) && (name[1..].starts_with("date=") || name[1..].starts_with("symbol="))
 }
 
+mod listing;
 mod local;
 
 /// The file system path of a local store's path: the local store's paths are absolute paths

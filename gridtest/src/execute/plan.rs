@@ -93,41 +93,9 @@ pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Resu
     tracing::info!(strategy = strategy.name, dataset = %dataset.url(), shards = shards.len(),
         param_sets = n_sets, cells = shards.len() * n_sets,
         listed_ms = started.elapsed().as_millis() as u64, "sweep planned");
-    let tagging = Instant::now();
-    let reader = ShardReader::try_new(&dataset)?;
-    let mut listed = Vec::with_capacity(shards.len());
-    for s in &shards {
-        let mut objects = Vec::new();
-        for symbol in s.symbols() {
-            let files = data.layout.files_between(symbol, s.first(), s.last());
-            objects.extend(crate::data::content_tag::tag_contents(&dataset, files).await?);
-        }
-        listed.push(objects);
-    }
-    // The manifest holds every file the listing saw, also those of shards that fail below.
-    let shard_files: Vec<Vec<ListedFile>> = listed.iter().map(|l| reader.listed(l)).collect();
+    let (shard_files, infos) = inspect_shards(&dataset, &data.layout, &shards).await?;
     let dates: std::collections::BTreeSet<_> =
         shard_files.iter().flatten().map(|f| f.date).collect();
-    let n_files: usize = shard_files.iter().map(Vec::len).sum();
-    let footers = Instant::now();
-    let infos = join_all(
-        shards
-            .iter()
-            .zip(listed)
-            .map(|(s, l)| reader.inspect_objects(s, l)),
-    )
-    .await;
-    tracing::debug!(
-        files = n_files,
-        tagged_ms = (footers - tagging).as_millis() as u64,
-        footers_ms = footers.elapsed().as_millis() as u64,
-        "shards' files tagged and inspected"
-    );
-    for (shard, info) in shards.iter().zip(&infos) {
-        if let Err(e) = info {
-            tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
-        }
-    }
     let spec =
         SweepSpec::new(sweep, &dataset, shards, &shard_files).with_ignored(data.layout.ignored);
     Ok(Plan {
@@ -142,6 +110,50 @@ pub(crate) async fn plan_with(sweep: &Sweep, cancel: &CancellationToken) -> Resu
         reads_at_start,
     })
 }
+
+/// Each shard's files as the manifest records them (every file the listing saw, also those of
+/// shards that fail), and each shard's footers read: content tags first, then the footers.
+async fn inspect_shards(
+    dataset: &Dataset,
+    layout: &crate::data::Layout,
+    shards: &[crate::data::Shard],
+) -> Result<(Vec<Vec<ListedFile>>, ShardInfos)> {
+    let tagging = Instant::now();
+    let reader = ShardReader::try_new(dataset)?;
+    let mut listed = Vec::with_capacity(shards.len());
+    for s in shards {
+        let mut objects = Vec::new();
+        for symbol in s.symbols() {
+            let files = layout.files_between(symbol, s.first(), s.last());
+            objects.extend(crate::data::content_tag::tag_contents(dataset, files).await?);
+        }
+        listed.push(objects);
+    }
+    let shard_files: Vec<Vec<ListedFile>> = listed.iter().map(|l| reader.listed(l)).collect();
+    let footers = Instant::now();
+    let infos = join_all(
+        shards
+            .iter()
+            .zip(listed)
+            .map(|(s, l)| reader.inspect_objects(s, l)),
+    )
+    .await;
+    tracing::debug!(
+        files = shard_files.iter().map(Vec::len).sum::<usize>(),
+        tagged_ms = (footers - tagging).as_millis() as u64,
+        footers_ms = footers.elapsed().as_millis() as u64,
+        "shards' files tagged and inspected"
+    );
+    for (shard, info) in shards.iter().zip(&infos) {
+        if let Err(e) = info {
+            tracing::error!(shard = %shard, error = %e, "shard cannot be read; its cells will fail");
+        }
+    }
+    Ok((shard_files, infos))
+}
+
+/// Every shard's footers, or why a shard cannot be read.
+type ShardInfos = Vec<std::result::Result<ShardInfo, DataError>>;
 
 /// Loads what fits the cache before compute starts, so load and compute are timed apart.
 pub(super) async fn prefetch(loader: &ActorRef<ShardLoaderMsg>, plan: &Plan, budget: u64) {
