@@ -338,3 +338,67 @@ fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fai
         "T is still b's to run"
     );
 }
+
+#[test]
+fn a_slice_whose_state_was_too_large_to_send_counts_its_work_and_keeps_the_last_checkpoint() {
+    use crate::actors::messages::SliceReport;
+    use crate::sweep::{CheckpointBytes, DaySlice, SliceChain};
+    let mut state = state(1);
+    let day = |d: &str| DaySlice {
+        last: d.parse().unwrap(),
+        files_digest: String::new(),
+    };
+    let history = WorkUnit {
+        id: UnitId(0),
+        shard: Shard::new(
+            "S",
+            "2024-01-02".parse().unwrap(),
+            "2024-01-04".parse().unwrap(),
+        ),
+        sets: SetSpan::Run {
+            first: SetPlace {
+                index: 0,
+                position: 0,
+            },
+            count: 2,
+        },
+        files_digest: None,
+        streamed: true,
+        chain: Some(Box::new(SliceChain::new(
+            vec![day("2024-01-02"), day("2024-01-03"), day("2024-01-04")],
+            3,
+        ))),
+    };
+    state.ledger = Some(Ledger::new(state.context.grid.clone(), vec![history]));
+    let lease = match ask(&mut state, "a").try_recv() {
+        Ok(Wire(Some(lease))) => lease,
+        other => panic!("no lease: {other:?}"),
+    };
+    let (sweep_id, unit) = (state.context.sweep_id.clone(), lease.unit.id);
+    let slice = |k: u32, checkpoint: Vec<u8>| SliceReport {
+        sweep_id: sweep_id.clone(),
+        worker: WorkerId::new("a", "0"),
+        unit,
+        slice: k,
+        checkpoint: CheckpointBytes(checkpoint),
+        evaluations: 1_000,
+        busy_ms: 10,
+        reads: None,
+    };
+    let kept = |state: &SupervisorState| state.ledger.as_ref().unwrap().stats().slices;
+    let evaluations = |state: &SupervisorState| state.fleet.node_stats()["a"].evaluations;
+    state.on_slice(slice(0, vec![1, 2, 3]));
+    assert_eq!((kept(&state), evaluations(&state)), (1, 1_000));
+    // The second slice's state was not sent: its work counts, the chain stays after slice 0.
+    state.on_slice(slice(1, Vec::new()));
+    assert_eq!((kept(&state), evaluations(&state)), (1, 2_000));
+    let chain = state
+        .ledger
+        .as_ref()
+        .unwrap()
+        .unit(unit)
+        .unwrap()
+        .chain
+        .clone();
+    assert_eq!(chain.map(|c| c.done), Some(1));
+}
