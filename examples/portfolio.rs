@@ -40,7 +40,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = gridtest::cli::parse();
+    let cli: Cli = gridtest::run::parse();
     gridtest::run::init_logging(&cli.run.log);
     gridtest::exit_status(sweep(cli))
 }

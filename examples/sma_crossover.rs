@@ -53,7 +53,7 @@ fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = gridtest::cli::parse();
+    let cli: Cli = gridtest::run::parse();
     gridtest::run::init_logging(&cli.run.log);
     gridtest::exit_status(sweep(cli))
 }

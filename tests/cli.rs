@@ -43,6 +43,7 @@ fn both_binaries_tell_their_version() {
     let version = gridtest::VERSION;
     let shown = ok(&sweep().arg("--version").output().unwrap());
     assert!(shown.contains(version), "{shown}");
+    assert!(shown.starts_with("sma_crossover "), "its own name: {shown}");
     let shown = ok(&Command::new(gridtest_cli())
         .arg("--version")
         .output()
@@ -97,6 +98,15 @@ fn the_reference_in_the_docs_is_generated_from_the_command_and_matches_its_help(
         flags += 1;
     }
     assert!(flags > 60);
+    let short = ok(&sweep().arg("-h").output().unwrap());
+    assert!(
+        short.contains("--fast-max") && !short.contains("--gpu-slots"),
+        "-h shows the first flags:\n{short}"
+    );
+    assert!(
+        help.contains("sma_crossover options:"),
+        "the example's own heading"
+    );
     for heading in [
         "Data:",
         "Execution:",
@@ -295,6 +305,24 @@ fn json_logs_are_one_object_per_line() {
     assert!(
         stderr.lines().map(json).all(|l| l["level"] != "INFO"),
         "{stderr}"
+    );
+    // A failed run ends with its error as one more JSON line, with its exit status.
+    let missing = dir.path().join("no-such-data").display().to_string();
+    let o = sweep()
+        .current_dir(dir.path())
+        .args(["--data", &missing, "--dry-run", "--log-format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let last = stderr.lines().map(json).next_back().expect("an error line");
+    assert_eq!(last["level"], "ERROR", "{stderr}");
+    assert!(
+        last["message"].as_str().unwrap().contains("no-such-data"),
+        "{stderr}"
+    );
+    assert_eq!(
+        last["exit_code"].as_i64().map(|c| c as i32),
+        o.status.code()
     );
 }
 
@@ -533,4 +561,29 @@ fn the_leaderboard_file_holds_the_best_rows_asked_for() {
         .map(|r| r.unwrap()[id_at].to_owned())
         .collect();
     assert_eq!(held, expected);
+}
+
+/// The `gridtest` tool ends a failed command as the sweep binaries do: `error: …` naming what
+/// failed, no backtrace even with `RUST_BACKTRACE=1`, exit status 1; `report` given a results
+/// root without an id names the sweeps it holds.
+#[test]
+fn the_tool_reports_errors_in_the_sweep_binaries_voice() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(gridtest_cli())
+        .args([
+            "report",
+            &dir.path().join("nothing-here").display().to_string(),
+        ])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains("nothing-here"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("backtrace"), "{stderr}");
+    assert!(!stderr.contains("Error:"), "{stderr}");
 }

@@ -72,6 +72,19 @@ fn unknown_symbols_and_missing_datasets_name_themselves() {
         err.contains("no `symbol=…/date=…` partitions under"),
         "{err}"
     );
+    assert!(!err.contains("ingest"), "nothing to ingest: {err}");
+
+    // CSV files where the data should be: the error says how to write them as a dataset.
+    std::fs::write(empty.path().join("ticks.csv"), "ts,price\n1,100.0\n").unwrap();
+    let err = run_with(&sweep, &quiet()).unwrap_err().to_string();
+    assert!(
+        err.contains("it holds 1 CSV file") && err.contains("ticks.csv"),
+        "{err}"
+    );
+    assert!(
+        err.contains("gridtest ingest FILES --output DATASET"),
+        "{err}"
+    );
 }
 
 /// `random` search: a seeded sample of exactly N sets, the same on every node (it travels with

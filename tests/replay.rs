@@ -129,7 +129,17 @@ fn a_sweep_replays_bit_for_bit_and_refuses_changed_data() {
         !forced.status.success(),
         "different metrics are an error:\n{report}"
     );
+    assert_eq!(
+        forced.status.code(),
+        Some(i32::from(gridtest::exit::REPLAY_MISMATCH)),
+        "{report}"
+    );
     assert!(report.contains("data changed (forced):"), "{report}");
+    // Each difference names the metrics that differ, with both values.
+    let named = gridtest::metrics::METRIC_COLUMNS
+        .iter()
+        .any(|c| report.contains(&format!("{}: recorded ", c.name)));
+    assert!(named, "no difference names a metric:\n{report}");
     let identical: usize = report
         .lines()
         .find_map(|l| {

@@ -280,4 +280,29 @@ fn gridtest_report_draws_a_persisted_sweeps_page_again() {
         ))
         .unwrap_err();
     assert!(err.to_string().contains("0123456789abcdef"), "{err}");
+
+    // `gridtest report OUTPUT_FOLDER`: the sweep's own output folder draws the same page.
+    let folder =
+        gridtest::storage::Location::parse(&results.output_dir().display().to_string()).unwrap();
+    let again = tempfile::tempdir().unwrap();
+    let page = gridtest_tests::runtime()
+        .block_on(gridtest::reopen::rebuild_report_from_folder(
+            &folder,
+            again.path(),
+        ))
+        .unwrap();
+    let mut from_folder = page_data(&page);
+    from_folder.as_object_mut().unwrap().remove("nodes");
+    assert_eq!(from_folder, before, "the output folder draws the same page");
+    // A results root alone names the sweeps it holds.
+    let err = gridtest_tests::runtime()
+        .block_on(gridtest::reopen::rebuild_report_from_folder(
+            &root_location,
+            again.path(),
+        ))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("is a results root") && err.to_string().contains(&sweep_id),
+        "{err}"
+    );
 }

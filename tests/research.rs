@@ -562,7 +562,8 @@ fn a_sweep_records_daily_returns_that_compound_to_its_results() {
 }
 
 /// `--rank-by dsr`: the leaderboard (in memory and `leaderboard.csv`, every set) is ordered by
-/// the deflated Sharpe ratio of the report, best first.
+/// the deflated Sharpe ratio of the report at three decimals, best first, then by the Sharpe
+/// ratio it deflates — the order of the report's best sets.
 #[test]
 fn ranking_by_dsr_orders_the_leaderboard_and_its_file() {
     let scratch = gridtest_tests::Scratch::new();
@@ -606,10 +607,28 @@ fn ranking_by_dsr_orders_the_leaderboard_and_its_file() {
     let board = results.leaderboard();
     assert_eq!(board.metric, gridtest::RankMetric::Dsr);
     assert_eq!(board.rows.len(), results.n_sets());
-    let dsr: Vec<f64> = board.rows.iter().map(|r| r.dsr.unwrap()).collect();
-    assert!(
-        dsr.windows(2).all(|w| w[0] >= w[1]),
-        "in-memory rows by DSR: {dsr:?}"
+    let deflated: Vec<gridtest::sweep::Deflated> = board
+        .rows
+        .iter()
+        .map(|r| report.deflated[&r.param_set_id])
+        .collect();
+    let tier = |d: &gridtest::sweep::Deflated| (d.dsr * 1e3).round();
+    for w in deflated.windows(2) {
+        assert!(tier(&w[0]) >= tier(&w[1]), "in-memory rows by DSR: {w:?}");
+        if tier(&w[0]) == tier(&w[1]) {
+            assert!(w[0].sharpe >= w[1].sharpe, "then by Sharpe: {w:?}");
+        }
+    }
+    let best: Vec<_> = report.best.iter().map(|b| b.param_set).collect();
+    let first: Vec<_> = board
+        .rows
+        .iter()
+        .take(best.len())
+        .map(|r| r.param_set_id)
+        .collect();
+    assert_eq!(
+        first, best,
+        "the leaderboard's first sets are the report's best"
     );
     for row in &board.rows {
         assert_eq!(row.dsr, report.dsr_of(row.param_set_id));
@@ -629,12 +648,83 @@ fn ranking_by_dsr_orders_the_leaderboard_and_its_file() {
         })
         .collect();
     assert_eq!(rows.len(), results.n_sets());
-    assert!(
-        rows.windows(2).all(|w| w[0].0 >= w[1].0),
-        "leaderboard.csv by DSR"
-    );
     for ((d, id), row) in rows.iter().zip(&board.rows) {
         assert_eq!(*id, row.param_set_id.to_string());
         assert_eq!(Some(*d), row.dsr);
     }
+}
+
+/// A resumed sweep's research statistics cover the cells of its earlier run: the daily returns
+/// are persisted with each cell in the ledger, so DSR, PBO and the best sets equal those of the
+/// sweep run in one go. The earlier run is the first run's ledger cut to every other cell (a
+/// run stopped half way; `cluster::sigterm_stops_a_sweep_cleanly_and_a_rerun_resumes_exactly`
+/// stops one with a signal).
+#[test]
+fn research_statistics_survive_a_resume() {
+    let scratch = gridtest_tests::Scratch::new();
+    scratch.synth(&gridtest::data::synth::SynthSpec {
+        symbols: 2,
+        days: 40,
+        ticks_per_day: 300,
+        ..gridtest::data::synth::SynthSpec::default()
+    });
+    let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
+        .grid(
+            gridtest::Grid::new()
+                .axis("fast", (2..=20).step_by(2))
+                .axis("slow", (10..=60).step_by(10))
+                .constrain("fast < slow"),
+        )
+        .data(scratch.location());
+    let roots = tempfile::tempdir().unwrap();
+    let root = |name: &str| roots.path().join(name);
+    let opts = |results: &Path| gridtest::RunOptions {
+        results: Some(gridtest::storage::Location::parse(&results.display().to_string()).unwrap()),
+        ..gridtest_tests::quiet()
+    };
+    let whole = gridtest_tests::run_with(&sweep, &opts(&root("whole"))).unwrap();
+    let reference = whole.research().expect("a report").clone();
+    let id = whole.run_info().unwrap().sweep_id.to_string();
+    let cells = whole.recorded();
+
+    // The earlier run: its spec, its manifest and half its ledger.
+    let (from, to) = (
+        root("whole").join("sweeps").join(&id),
+        root("half").join("sweeps").join(&id),
+    );
+    std::fs::create_dir_all(to.join("ledger")).unwrap();
+    for name in ["spec.json", "manifest.jsonl"] {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+    let mut kept = 0;
+    for segment in std::fs::read_dir(from.join("ledger")).unwrap() {
+        let segment = segment.unwrap().path();
+        let text = std::fs::read_to_string(&segment).unwrap();
+        let half: String = text
+            .lines()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, line)| format!("{line}\n"))
+            .collect();
+        assert!(
+            half.contains("\"day_returns\""),
+            "cells persist their returns"
+        );
+        kept += half.lines().count();
+        std::fs::write(to.join("ledger").join(segment.file_name().unwrap()), half).unwrap();
+    }
+    assert!(kept > 0 && kept < cells, "{kept} of {cells}");
+
+    let resumed = gridtest_tests::run_with(&sweep, &opts(&root("half"))).unwrap();
+    assert_eq!(resumed.run_info().unwrap().computed, cells - kept);
+    let report = resumed.research().expect("a report");
+    assert_eq!(report.sets_with_returns, reference.sets_with_returns);
+    assert_eq!(report.sets_with_returns as usize, resumed.n_sets());
+    assert_eq!(report.notes, reference.notes);
+    // Two symbols: a day's sum over the shards is exact in any order, so every figure is
+    // identical.
+    assert_eq!(report.deflated, reference.deflated);
+    assert_eq!(report.best, reference.best);
+    assert_eq!(report.pbo, reference.pbo);
+    assert_eq!(report.walk_forward, reference.walk_forward);
 }

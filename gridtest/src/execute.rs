@@ -23,13 +23,13 @@ use crate::actors::{
 };
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
-use crate::persist::{LedgerLog, SweepLock};
+use crate::persist::{LedgerLog, RecordedCell, SweepLock};
 use crate::progress::ProgressFeed;
 use crate::status::{StatusEvent, StatusLog, SweepSummary};
 use crate::storage::Location;
 use crate::sweep::{
-    CellKey, CellOutcome, LeaderboardRows, Ledger, ResultParts, RunInfo, Sweep, SweepError,
-    SweepResults, Timings, WorkUnit, output,
+    CellKey, LeaderboardRows, Ledger, ResultParts, RunInfo, Sweep, SweepError, SweepResults,
+    Timings, WorkUnit, output,
 };
 
 use actors::run_actors;
@@ -231,16 +231,9 @@ async fn compute(
         .with_resumed(resumed, resumed_failed)
         .with_max_attempts(opts.max_attempts)
         .with_tail_splitting(opts.tail_splitting);
-    let Spooled {
-        workspace,
-        spool,
-        render,
-    } = open_spool(
-        &plan,
-        planned.resumed,
-        (opts.rank_by, opts.leaderboard_rows),
-    )?;
-    let outcome = run_actors(&plan, ledger, log, (spool, render), loader, opts, setup).await?;
+    let ranking = (opts.rank_by, opts.leaderboard_rows);
+    let Spooled { workspace, outputs } = open_spool(&plan, planned.resumed, ranking)?;
+    let outcome = run_actors(&plan, ledger, log, outputs, loader, opts, setup).await?;
     for (name, s) in &outcome.run.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
             evaluations = s.evaluations, requeued = s.requeued, slow = s.slow, "node summary");
@@ -329,7 +322,7 @@ async fn finish(
         // Most cells were written while the sweep computed: the rest, and the leaderboard.
         Some(mut render) => {
             if let Some((report, _)) = &research {
-                render.with_dsr(std::sync::Arc::new(report.dsr.clone()));
+                render.with_dsr(std::sync::Arc::new(report.deflated.clone()));
             }
             render.finish(&spool).await?
         }
@@ -388,11 +381,11 @@ fn sweep_reads(plan: &Plan, remote: u64) -> crate::data::DataReads {
 }
 
 /// Opens the persisted ledger (writing the spec), if the run has a results root: the log to
-/// append to and the cells of this sweep already final.
+/// append to and the cells of this sweep already final, with their daily returns.
 async fn open_ledger(
     plan: &Plan,
     opts: &RunOptions,
-) -> Result<(Option<LedgerLog>, BTreeMap<CellKey, CellOutcome>)> {
+) -> Result<(Option<LedgerLog>, BTreeMap<CellKey, RecordedCell>)> {
     let Some(root) = &opts.results else {
         return Ok((None, BTreeMap::new()));
     };

@@ -135,7 +135,7 @@ pub fn main(sweep: Sweep) -> Result<Option<SweepReport>> {
         #[command(flatten)]
         run: RunArgs,
     }
-    let cli: Cli = cli::parse();
+    let cli: Cli = run::parse();
     run(sweep, &cli.run)
 }
 

@@ -18,7 +18,7 @@ mod spec;
 mod sweep_lock;
 
 pub use chain_log::{ChainLog, SavedChains};
-pub use ledger_log::{LedgerLog, LogRecord};
+pub use ledger_log::{LedgerLog, LogRecord, RecordedCell};
 pub use probe::probe_root;
 pub use spec::{FileManifest, ShardFiles, SweepSpec, sweep_id};
 pub use sweep_lock::{LEASE_TTL, LeaseHolder, SweepLock};

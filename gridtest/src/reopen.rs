@@ -1,7 +1,8 @@
 //! Reopening a persisted sweep: its `report.html` drawn again from the files the sweep left
 //! under its results root (`spec.json`, `leaderboard.csv`, `research.json`, the daily returns of
 //! the sets the page draws, the best cell's fills, `cost.json`), without the strategy's code or
-//! its data. What `gridtest report <results-root> <sweep-id>` runs.
+//! its data; or from a sweep's local output folder (its `--out`), which holds the same files.
+//! What `gridtest report <results-root> <sweep-id>` and `gridtest report <output-folder>` run.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use object_store::ObjectStoreExt as _;
 use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamSetId, ParamValue};
+use crate::persist::SweepSpec;
 use crate::storage::Location;
 use crate::sweep::report::{self, BestTrades, ReportInput};
 use crate::sweep::{
@@ -36,12 +38,98 @@ const PAGE_SOURCES: [&str; 5] = [
 /// written.
 pub async fn rebuild_report(root: &Location, sweep_id: &SweepId, out: &Path) -> Result<PathBuf> {
     let spec = crate::replay::read_spec(root, sweep_id).await?;
+    let (_, base) = root.store()?;
+    let files = SweepFiles {
+        location: root,
+        dir: base.join("sweeps").join(sweep_id.as_str()),
+    };
+    draw(&files, &spec, out).await
+}
+
+/// Draws the page of the sweep whose files are in `folder` — a sweep's output folder (its
+/// `--out`) or a persisted sweep's folder (`<root>/sweeps/<id>`) — into `out` (created; it may
+/// be `folder` itself). Returns the page's path.
+///
+/// # Errors
+/// [`Error::Read`] naming `folder` when it holds no `spec.json` (with the sweeps to name when it
+/// is a results root), or naming a file that cannot be read or parsed;
+/// [`crate::sweep::SweepError::Output`] when `out` cannot be written.
+pub async fn rebuild_report_from_folder(folder: &Location, out: &Path) -> Result<PathBuf> {
+    let (store, dir) = folder.store()?;
+    let spec_path = dir.clone().join(output::SPEC_JSON);
+    let url = folder.object_url(&spec_path);
+    let bytes = match async { store.get(&spec_path).await?.bytes().await }.await {
+        Ok(bytes) => bytes,
+        Err(object_store::Error::NotFound { .. }) => {
+            return Err(Error::Read {
+                path: url,
+                reason: not_a_sweep_folder(folder, &*store, &dir).await,
+            });
+        }
+        Err(e) => {
+            return Err(Error::Read {
+                path: url,
+                reason: e.to_string(),
+            });
+        }
+    };
+    let spec: SweepSpec = serde_json::from_slice(&bytes).map_err(|e| Error::Read {
+        path: url,
+        reason: format!("not a sweep spec: {e}"),
+    })?;
+    let files = SweepFiles {
+        location: folder,
+        dir,
+    };
+    draw(&files, &spec, out).await
+}
+
+/// Why a folder without `spec.json` cannot be drawn, and what to name instead.
+async fn not_a_sweep_folder(
+    folder: &Location,
+    store: &dyn object_store::ObjectStore,
+    dir: &object_store::path::Path,
+) -> String {
+    let sweeps = dir.clone().join("sweeps");
+    let listed = store.list_with_delimiter(Some(&sweeps)).await;
+    let ids: Vec<String> = listed
+        .map(|l| {
+            l.common_prefixes
+                .iter()
+                .filter_map(|p| p.filename().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if ids.is_empty() {
+        "no spec.json: not a sweep's output folder (name the folder a sweep wrote with --out, \
+         or a results root and a sweep id)"
+            .to_owned()
+    } else {
+        let shown: Vec<&str> = ids.iter().take(10).map(String::as_str).collect();
+        format!(
+            "{folder} is a results root: name one of its {} sweeps after it ({}{})",
+            ids.len(),
+            shown.join(", "),
+            if ids.len() > shown.len() { ", …" } else { "" }
+        )
+    }
+}
+
+/// Where a sweep's files are: a folder of a store.
+struct SweepFiles<'a> {
+    location: &'a Location,
+    dir: object_store::path::Path,
+}
+
+/// Draws the page of the sweep `spec` from `files` into `out`.
+async fn draw(files: &SweepFiles<'_>, spec: &SweepSpec, out: &Path) -> Result<PathBuf> {
+    let sweep_id = spec.id();
     std::fs::create_dir_all(out).map_err(|e| output::output_error(out, e))?;
     for (i, name) in PAGE_SOURCES.iter().enumerate() {
-        let fetched = fetch(root, sweep_id, name, &out.join(name)).await?;
+        let fetched = fetch(files, name, &out.join(name)).await?;
         if !fetched && i == 0 {
             return Err(Error::Read {
-                path: root.join(&format!("sweeps/{sweep_id}/{name}")).to_string(),
+                path: files.location.object_url(&files.dir.clone().join(*name)),
                 reason: "the sweep has no leaderboard: it never finished".to_owned(),
             });
         }
@@ -95,10 +183,10 @@ pub async fn rebuild_report(root: &Location, sweep_id: &SweepId, out: &Path) -> 
     Ok(out.join(report::REPORT_HTML))
 }
 
-/// Copies `sweeps/<id>/<name>` from `root` to `to`; false when the sweep has no such file.
-async fn fetch(root: &Location, sweep_id: &SweepId, name: &str, to: &Path) -> Result<bool> {
-    let (store, path) = root.store()?;
-    let path = path.join("sweeps").join(sweep_id.as_str()).join(name);
+/// Copies the sweep's file `name` to `to`; false when the sweep has no such file.
+async fn fetch(files: &SweepFiles<'_>, name: &str, to: &Path) -> Result<bool> {
+    let (store, _) = files.location.store()?;
+    let path = files.dir.clone().join(name);
     let got = async { store.get(&path).await?.bytes().await }.await;
     match got {
         Ok(bytes) => {
@@ -110,7 +198,7 @@ async fn fetch(root: &Location, sweep_id: &SweepId, name: &str, to: &Path) -> Re
             Ok(false)
         }
         Err(e) => Err(Error::Read {
-            path: root.object_url(&path),
+            path: files.location.object_url(&path),
             reason: e.to_string(),
         }),
     }

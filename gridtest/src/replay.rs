@@ -17,6 +17,9 @@ use crate::registry::find_strategy;
 use crate::storage::Location;
 use crate::sweep::{CellKey, CellOutcome, SweepId};
 
+mod difference;
+pub use difference::describe_difference;
+
 /// Which cells to replay.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReplayScope {

@@ -6,6 +6,7 @@
 mod args;
 mod bar;
 mod cell_trace;
+mod command_line;
 mod dry_run;
 mod logging;
 mod pools;
@@ -20,7 +21,8 @@ use crate::execute::default_threads;
 use crate::sweep::{Halving, HalvingReport, Leaderboard, Sweep, SweepResults, output};
 
 pub use args::{LogArgs, LogFormat, RunArgs};
-pub use logging::{colour_wanted, init_logging};
+pub use command_line::{FIRST_FLAGS, parse, shape};
+pub use logging::{colour_wanted, init_logging, print_error};
 pub use settings::apply_args;
 use settings::read_prices;
 pub use summary::HALVING_JSON;
@@ -221,8 +223,8 @@ async fn compute(
     }
 }
 
-/// Ends a sweep binary: `SUCCESS` for `Ok`, else prints `error: …` (the readable form) to
-/// stderr and returns the error's documented exit status.
+/// Ends a sweep binary: `SUCCESS` for `Ok`, else prints the error ([`print_error`]: `error: …`,
+/// or a JSON line beside JSON logs) and returns its documented exit status.
 ///
 /// ```no_run
 /// # fn sweep() -> gridtest::Sweep { unimplemented!() }
@@ -234,7 +236,7 @@ pub fn exit_status<T>(result: Result<T>) -> std::process::ExitCode {
     match result {
         Ok(_) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            print_error(&e.to_string(), e.exit_code());
             std::process::ExitCode::from(e.exit_code())
         }
     }

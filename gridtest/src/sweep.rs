@@ -43,7 +43,9 @@ pub use ledger::{
     WorkerId,
 };
 pub use node_stats::NodeStats;
-pub use research_report::{PboSummary, ResearchReport, SetEvidence, WalkForwardSummary};
+pub use research_report::{
+    DSR_DECIMALS, Deflated, PboSummary, ResearchReport, SetEvidence, WalkForwardSummary,
+};
 pub use scaling::{PoolLoad, PoolPolicy, ScaleDecision, Scaler};
 pub use set_returns::{ReturnsBook, SetReturns};
 pub use slice_chain::{CheckpointBytes, DaySlice, SliceChain, cut_days};

@@ -63,7 +63,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = gridtest::cli::parse();
+    let cli: Cli = gridtest::run::parse();
     gridtest::exit_status(sweep(cli.run))
 }
 

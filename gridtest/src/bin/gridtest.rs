@@ -77,24 +77,38 @@ enum TsUnitArg {
 
 #[derive(clap::Args)]
 struct ReportArgs {
-    /// The results root the sweep is persisted under (path, file:// or s3://).
+    /// A results root the sweep is persisted under (path, file:// or s3://), followed by the
+    /// sweep's id; or, alone, a sweep's output folder (what it wrote with --out).
     results: String,
-    /// The sweep's id.
-    sweep_id: gridtest::sweep::SweepId,
-    /// Folder for report.html and the files it is drawn from (default: out/report-<sweep-id>).
+    /// The sweep's id, when RESULTS is a results root.
+    sweep_id: Option<gridtest::sweep::SweepId>,
+    /// Folder for report.html and the files it is drawn from (default: out/report-<sweep-id>
+    /// from a results root; the output folder itself).
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
 fn run_report(a: ReportArgs) -> anyhow::Result<()> {
-    let root = gridtest::storage::Location::parse(&a.results)?;
-    let out = a
-        .out
-        .unwrap_or_else(|| PathBuf::from("out").join(format!("report-{}", a.sweep_id)));
+    let location = gridtest::storage::Location::parse(&a.results)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let page = runtime.block_on(gridtest::reopen::rebuild_report(&root, &a.sweep_id, &out))?;
+    let page = match (&a.sweep_id, location.local_path()) {
+        (Some(id), _) => {
+            let out = a
+                .out
+                .unwrap_or_else(|| PathBuf::from("out").join(format!("report-{id}")));
+            runtime.block_on(gridtest::reopen::rebuild_report(&location, id, &out))?
+        }
+        (None, folder) => {
+            let Some(out) = a.out.or(folder) else {
+                anyhow::bail!("a sweep folder in a store needs --out, a local folder to draw in");
+            };
+            runtime.block_on(gridtest::reopen::rebuild_report_from_folder(
+                &location, &out,
+            ))?
+        }
+    };
     println!("{}", page.display());
     Ok(())
 }
@@ -188,9 +202,24 @@ fn run_ingest(a: IngestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the command; an error is printed as the sweep binaries print theirs (`error: …`, its
+/// causes after colons, no backtrace) and exits with its documented status.
+fn main() -> std::process::ExitCode {
     gridtest::run::init_tracing();
-    match Cli::parse().command {
+    match command(Cli::parse().command) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            let code = e
+                .downcast_ref::<gridtest::Error>()
+                .map_or(gridtest::exit::FAILURE, gridtest::Error::exit_code);
+            gridtest::run::print_error(&format!("{e:#}"), code);
+            std::process::ExitCode::from(code)
+        }
+    }
+}
+
+fn command(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Ingest(a) => run_ingest(*a),
         #[cfg(feature = "cluster")]
         Command::Submit(a) => gridtest::submit::run_submit(&a).map_err(Into::into),

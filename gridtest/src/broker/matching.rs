@@ -2,7 +2,6 @@
 //! (*Orders*), which is backtesting.py's.
 
 use super::book::{Broker, Fresh, OpenTrade};
-use super::model::py_floordiv;
 use super::order::{ExitReason, Order, Size};
 
 /// What became of a pending order at an event.
@@ -188,7 +187,12 @@ impl Broker {
         let per_unit_fee = price * b.multiplier * self.rate + b.commission_per_unit;
         let with_fees = (cash - b.commission_per_order) / (adjusted * b.multiplier + per_unit_fee);
         let with_min = (cash - b.commission_min) / (adjusted * b.multiplier);
-        with_fees.min(with_min).max(0.0).floor()
+        let units = with_fees.min(with_min).max(0.0);
+        if b.lot_size > 0.0 {
+            units.floor()
+        } else {
+            units
+        }
     }
 
     /// Equity less the margin of the open trades, both valued at `price`.
@@ -212,7 +216,7 @@ impl Broker {
             Size::Equity(f) => {
                 let apc = self.price_with_fees(adjusted, price, f);
                 let budget = self.margin_available(price) * self.leverage * f;
-                (apc, py_floordiv(budget, apc * per_unit))
+                (apc, self.model.units_within(budget, apc * per_unit))
             }
             Size::Cash(c) => (adjusted, self.units_for_cash(c, adjusted, price)),
         };
@@ -263,15 +267,15 @@ impl Broker {
         Some(self.trades.len() - 1)
     }
 
-    /// Trades to `weight` × equity (valued at `price`) in whole lots, as one market order.
+    /// Trades to `weight` × equity (valued at `price`) in whole lots (any fraction with a lot
+    /// size of 0), as one market order.
     fn rebalance(&mut self, weight: f64, price: f64) {
         let d = if weight < 0.0 { -1.0 } else { 1.0 };
         let adjusted = price * (1.0 + d * self.adverse);
         let apc = self.price_with_fees(adjusted, price, 1.0);
         let equity = self.equity_at(price) * self.leverage * weight.abs();
-        let wanted = d * self
-            .model
-            .round_lots(py_floordiv(equity, apc * self.model.multiplier));
+        let units = self.model.units_within(equity, apc * self.model.multiplier);
+        let wanted = d * self.model.round_lots(units);
         let delta = wanted - self.position();
         if delta != 0.0 {
             let order = if delta > 0.0 {

@@ -134,6 +134,22 @@ impl BrokerModel {
         }
     }
 
+    /// The units `budget` buys at `unit_cost` each: whole units as backtesting.py sizes them
+    /// (Python's `budget // unit_cost`) when sizes come in lots, else the largest fraction whose
+    /// cost stays within the budget.
+    #[must_use]
+    pub(crate) fn units_within(&self, budget: f64, unit_cost: f64) -> f64 {
+        if self.lot_size > 0.0 {
+            return py_floordiv(budget, unit_cost);
+        }
+        let units = budget / unit_cost;
+        if units * unit_cost > budget {
+            units.next_down()
+        } else {
+            units
+        }
+    }
+
     /// Checks that every setting is finite and in range; one message per bad setting.
     pub(crate) fn problems(&self) -> Vec<String> {
         let checks = [
@@ -177,7 +193,7 @@ impl BrokerModel {
 /// Python's float floor division `a // b` (CPython's `float_floor_div`), which the sizing of
 /// backtesting.py uses: `(a − fmod(a, b)) / b`, rounded to the nearest integer.
 #[must_use]
-pub(crate) fn py_floordiv(a: f64, b: f64) -> f64 {
+fn py_floordiv(a: f64, b: f64) -> f64 {
     let mut m = a % b;
     let mut div = (a - m) / b;
     if m != 0.0 && ((b < 0.0) != (m < 0.0)) {

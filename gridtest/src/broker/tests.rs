@@ -151,3 +151,38 @@ fn exclusive_orders_cancel_the_waiting_ones_and_close_the_book() {
     assert_eq!(b.position(), -3.0);
     assert_eq!(b.take_record()[0].exit_price, 101.0);
 }
+
+#[test]
+fn a_lot_size_of_zero_trades_fractions_of_a_unit_on_every_sizing() {
+    let fractional = || book(BrokerModel::default().with_lot_size(0.0));
+    // An equity fraction: 5 000 of 10 000 at 1.0873 (EURUSD-like), 4 598.55… units.
+    let mut b = fractional();
+    b.submit(Order::buy(Size::Equity(0.5)));
+    b.on_event(bar(1.0873, 1.0873, 1.0873, 1.0873), 1);
+    let units = b.position();
+    assert_ne!(units, units.floor(), "{units} is a whole number");
+    assert!(units * 1.0873 <= 5_000.0 && (units * 1.0873 - 5_000.0).abs() < 1e-9);
+    // All of the equity: the cost stays within it, to the last bit.
+    let mut b = fractional();
+    b.submit(Order::buy(Size::Equity(1.0)));
+    b.on_event(bar(3.0, 3.0, 3.0, 3.0), 1);
+    assert!(b.position() * 3.0 <= 10_000.0 && b.position() > 3_333.33);
+    // Cash and a target.
+    let mut b = fractional();
+    b.submit(Order::buy(Size::Cash(1_000.0)));
+    b.on_event(bar(30.0, 30.0, 30.0, 30.0), 1);
+    assert_eq!(b.position(), 1_000.0 / 30.0);
+    let mut b = fractional();
+    b.target(0.5);
+    b.on_event(bar(30.0, 30.0, 30.0, 30.0), 1);
+    let units = b.position();
+    assert!(
+        units * 30.0 <= 5_000.0 && (units - 5_000.0 / 30.0).abs() < 1e-12,
+        "{units}"
+    );
+    // Whole units (the default lot of 1) size as backtesting.py does.
+    let mut b = book(BrokerModel::default());
+    b.submit(Order::buy(Size::Equity(0.5)));
+    b.on_event(bar(1.0873, 1.0873, 1.0873, 1.0873), 1);
+    assert_eq!(b.position(), 4_598.0);
+}

@@ -69,8 +69,25 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    try_parse_command(C::command(), args, env)
+}
+
+/// [`try_parse_from`] with `command`, `C`'s command as the caller shaped it (its help, its
+/// name).
+///
+/// # Errors
+/// As [`try_parse_from`].
+pub fn try_parse_command<C, I, T>(
+    mut command: Command,
+    args: I,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Result<C, clap::Error>
+where
+    C: FromArgMatches,
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let mut command = C::command();
     if let Some(file) = config_path(&args, &env) {
         let injected = file_args(&command, &file, &args, &env)?;
         let at = usize::from(!args.is_empty());

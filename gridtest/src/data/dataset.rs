@@ -149,6 +149,7 @@ impl Dataset {
         if present.is_empty() {
             return Err(DataError::Empty {
                 url: self.url.to_string(),
+                hint: csv_hint(&layout),
             });
         }
         let wanted: Vec<String> = match symbols {
@@ -254,5 +255,36 @@ fn location_error(e: LocationError) -> DataError {
             DataError::InvalidLocation { location, reason }
         }
         LocationError::Store { url, source } => DataError::Store { url, source },
+    }
+}
+
+/// What to say of a dataset without partitions whose folder holds CSV files: `ingest` writes
+/// them as a dataset. Empty when it holds none.
+fn csv_hint(layout: &Layout) -> String {
+    let csv: Vec<&str> = layout
+        .ignored
+        .iter()
+        .map(|o| o.url.as_str())
+        .filter(|url| {
+            let name = url
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            [".csv", ".csv.gz", ".tsv"]
+                .iter()
+                .any(|x| name.ends_with(x))
+        })
+        .collect();
+    match csv.first() {
+        None => String::new(),
+        Some(first) => format!(
+            ": it holds {} CSV file{} ({first}{}); gridtest reads Parquet partitioned by symbol \
+             and day: write them as a dataset with `gridtest ingest FILES --output DATASET` \
+             (docs/persistence.md, \"Ingest\")",
+            csv.len(),
+            if csv.len() == 1 { "" } else { "s" },
+            if csv.len() > 1 { ", …" } else { "" }
+        ),
     }
 }

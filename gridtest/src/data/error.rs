@@ -48,10 +48,13 @@ pub enum DataError {
         reason: String,
     },
     /// The dataset holds no `symbol=…` partitions.
-    #[error("no `symbol=…/date=…` partitions under {url}")]
+    #[error("no `symbol=…/date=…` partitions under {url}{hint}")]
     Empty {
         /// The dataset URL.
         url: String,
+        /// What to do instead, when the folder holds something else (CSV files: `ingest`);
+        /// starts with `: ` when not empty.
+        hint: String,
     },
     /// This node does not see the files the sweep's manifest recorded for a shard (another
     /// copy of the data at the same path, a missing mount, a file changed since the sweep was

@@ -6,6 +6,7 @@ use std::time::Duration;
 use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 
+use super::spooled::Outputs;
 use super::{NodeSetup, Plan, RunOptions, research};
 use crate::actors::messages::{NodeAgentMsg, SCOPE, SupervisorMsg, SweepContext, run_scope};
 use crate::actors::{
@@ -14,7 +15,7 @@ use crate::actors::{
 };
 use crate::error::{Error, Result};
 use crate::persist::LedgerLog;
-use crate::sweep::{CellSpool, Ledger, output::OrderedRender};
+use crate::sweep::{FinalCell, Ledger};
 
 impl NodeSetup {
     /// The process-group scope of the run's actors: nodes that join a head meet in the
@@ -29,12 +30,13 @@ impl NodeSetup {
 }
 
 /// Starts the supervisor (and, when this node scores, a node agent with its scorers), waits
-/// until every cell is final, and stops them.
+/// until every cell is final, and stops them. The cells `resumed` from the persisted ledger
+/// are already in the spool and the outputs; their daily returns go into the returns book.
 pub(super) async fn run_actors(
     plan: &Plan,
     ledger: Ledger,
     log: Option<LedgerLog>,
-    (spool, render): (CellSpool, OrderedRender),
+    outputs: Outputs,
     loader: &ActorRef<ShardLoaderMsg>,
     opts: &RunOptions,
     setup: &NodeSetup,
@@ -43,7 +45,7 @@ pub(super) async fn run_actors(
         required_backend_slots(opts.backends.as_ref()).map_err(|problem| crate::Error::Config {
             problems: vec![problem],
         })?;
-    let returns = research::book_for(plan, opts, !backends.is_empty())?;
+    let returns = returns_book(plan, opts, !backends.is_empty(), &outputs.resumed)?;
     let (done_tx, done_rx) = oneshot::channel();
     let scope = setup.scope();
     let context = SweepContext {
@@ -58,8 +60,8 @@ pub(super) async fn run_actors(
             ledger,
             context,
             log,
-            spool,
-            render: Some(render),
+            spool: outputs.spool,
+            render: Some(outputs.render),
             returns,
             timing: setup.timing,
             done: done_tx,
@@ -106,6 +108,21 @@ pub(super) async fn run_actors(
         let _ = task.await;
     }
     outcome
+}
+
+/// The returns book of the run ([`research::book_for`]), with the daily returns of the cells
+/// `resumed` from the persisted ledger in it.
+fn returns_book(
+    plan: &Plan,
+    opts: &RunOptions,
+    devices: bool,
+    resumed: &[FinalCell],
+) -> Result<Option<crate::sweep::ReturnsBook>> {
+    let mut book = research::book_for(plan, opts, devices)?;
+    if let Some(book) = &mut book {
+        resumed.iter().for_each(|cell| book.offer(cell));
+    }
+    Ok(book)
 }
 
 /// Each shard's files as the manifest records them, by shard.

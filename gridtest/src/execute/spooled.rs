@@ -6,7 +6,7 @@ use crate::metrics::RankMetric;
 use crate::sweep::{CellSpool, FinalCell, LeaderboardRows, output, output::OrderedRender};
 
 /// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
-/// from the persisted ledger already in it.
+/// from the persisted ledger already in it (kept for the returns book, which opens later).
 pub(super) fn open_spool(
     plan: &Plan,
     resumed: Vec<FinalCell>,
@@ -32,17 +32,28 @@ pub(super) fn open_spool(
     }
     Ok(Spooled {
         workspace,
-        spool,
-        render,
+        outputs: Outputs {
+            spool,
+            render,
+            resumed,
+        },
     })
 }
 
-/// Where a sweep's cells go as they become final.
+/// The sweep's private folder and where its cells go as they become final.
 pub(super) struct Spooled {
     /// A private folder for the spool and the outputs.
     pub(super) workspace: tempfile::TempDir,
+    /// Where the cells go.
+    pub(super) outputs: Outputs,
+}
+
+/// Where a sweep's cells go as they become final.
+pub(super) struct Outputs {
     /// Every cell, as Parquet parts.
     pub(super) spool: CellSpool,
     /// The output files, written in grid order as cells become final.
     pub(super) render: OrderedRender,
+    /// The cells resumed from the persisted ledger, already in the spool and the outputs.
+    pub(super) resumed: Vec<FinalCell>,
 }

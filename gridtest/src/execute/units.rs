@@ -11,10 +11,11 @@ use super::plan::Plan;
 use crate::data::{ListedFile, ShardInfo};
 use crate::error::{Error, Result};
 use crate::params::SetPlace;
+use crate::persist::RecordedCell;
 use crate::registry::DeviceSeries;
 use crate::sweep::output::ORDERED_BUFFER;
 use crate::sweep::{
-    CellKey, CellOutcome, FinalCell, SetSpan, SliceChain, UnitId, WorkUnit, chunk_size, cut_days,
+    CellKey, FinalCell, SetSpan, SliceChain, UnitId, WorkUnit, chunk_size, cut_days,
 };
 
 /// The work left of a sweep.
@@ -159,7 +160,7 @@ pub(super) fn count_units(plan: &Plan, sizing: UnitSizing) -> UnitCount {
 /// [`CANCEL_CHECK_SETS`] sets), [`Error::Config`] for more units than ids.
 pub(super) fn plan_units(
     plan: &Plan,
-    mut done: BTreeMap<CellKey, CellOutcome>,
+    mut done: BTreeMap<CellKey, RecordedCell>,
     sizing: UnitSizing,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Planned> {
@@ -203,14 +204,18 @@ pub(super) fn plan_units(
                         shard: id.clone(),
                         param_set: set.id(),
                     };
-                    let outcome = done.remove(&key);
-                    let final_already = outcome.is_some();
-                    if let Some(outcome) = outcome {
+                    let recorded = done.remove(&key);
+                    let final_already = recorded.is_some();
+                    if let Some(RecordedCell {
+                        outcome,
+                        day_returns,
+                    }) = recorded
+                    {
                         resumed.push(FinalCell {
                             key,
                             place: SetPlace { index, position },
                             outcome,
-                            day_returns: Vec::new(),
+                            day_returns,
                         });
                     }
                     (position, final_already)

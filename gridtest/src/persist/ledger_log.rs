@@ -28,6 +28,19 @@ pub struct LogRecord {
     /// Where its set sits in the sweep's grid (absent in logs written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place: Option<SetPlace>,
+    /// Its return per day, when the sweep records them (so that a resumed sweep's research
+    /// statistics cover the cells of its earlier runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub day_returns: Vec<f64>,
+}
+
+/// A cell read back from the log: its outcome and its daily returns (empty when not recorded).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedCell {
+    /// Its final outcome.
+    pub outcome: CellOutcome,
+    /// Its return per day of its shard with data, when recorded.
+    pub day_returns: Vec<f64>,
 }
 
 /// The persisted ledger of one sweep.
@@ -55,7 +68,7 @@ impl std::fmt::Debug for LedgerLog {
 impl LedgerLog {
     /// Opens the log of sweep `sweep_id` under the results root `root` (writing `spec_json` as
     /// `spec.json` and `manifest` as [`FileManifest::NAME`] beside it), and reads back every
-    /// cell already recorded.
+    /// cell already recorded, with its daily returns.
     ///
     /// # Errors
     /// [`PersistError`] if the store fails or a segment is corrupt.
@@ -64,7 +77,7 @@ impl LedgerLog {
         sweep_id: &SweepId,
         spec_json: &[u8],
         manifest: &[u8],
-    ) -> Result<(Self, BTreeMap<CellKey, CellOutcome>), PersistError> {
+    ) -> Result<(Self, BTreeMap<CellKey, RecordedCell>), PersistError> {
         let (store, root_path) = root.store()?;
         let sweep_dir = root_path.clone().join("sweeps").join(sweep_id.as_str());
         for (name, bytes) in [("spec.json", spec_json), (FileManifest::NAME, manifest)] {
@@ -101,7 +114,8 @@ impl LedgerLog {
         ))
     }
 
-    /// Reads the cells recorded for sweep `sweep_id` under `root` (nothing is written).
+    /// Reads the outcomes of the cells recorded for sweep `sweep_id` under `root` (nothing is
+    /// written).
     ///
     /// # Errors
     /// [`PersistError`] if the store fails or a segment is corrupt.
@@ -114,7 +128,8 @@ impl LedgerLog {
             .join("sweeps")
             .join(sweep_id.as_str())
             .join("ledger");
-        read_segments(&*store, root, &dir).await
+        let cells = read_segments(&*store, root, &dir).await?;
+        Ok(cells.into_iter().map(|(k, c)| (k, c.outcome)).collect())
     }
 
     /// The checkpoints of the sweep's histories read by slices, saved beside its cells.
@@ -129,6 +144,7 @@ impl LedgerLog {
             key: cell.key.clone(),
             outcome: cell.outcome.clone(),
             place: Some(cell.place),
+            day_returns: cell.day_returns.clone(),
         };
         serde_json::to_writer(&mut self.buffer, &rec).expect("records serialise");
         self.buffer.push(b'\n');
@@ -178,7 +194,7 @@ async fn read_segments(
     store: &dyn ObjectStore,
     root: &Location,
     dir: &Path,
-) -> Result<BTreeMap<CellKey, CellOutcome>, PersistError> {
+) -> Result<BTreeMap<CellKey, RecordedCell>, PersistError> {
     let mut objects: Vec<_> = store
         .list(Some(dir))
         .try_collect()
@@ -207,7 +223,10 @@ async fn read_segments(
                     line: i + 1,
                     reason: e.to_string(),
                 })?;
-            done.entry(rec.key).or_insert(rec.outcome);
+            done.entry(rec.key).or_insert(RecordedCell {
+                outcome: rec.outcome,
+                day_returns: rec.day_returns,
+            });
         }
     }
     Ok(done)

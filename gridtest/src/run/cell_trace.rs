@@ -7,7 +7,7 @@ use std::path::Path;
 use super::RunArgs;
 use crate::error::{Error, Result};
 use crate::execute::RunOptions;
-use crate::replay::{ReplayScope, TracedCell};
+use crate::replay::{ReplayScope, TracedCell, describe_difference};
 use crate::storage::Location;
 use crate::sweep::{SweepError, SweepId};
 
@@ -29,14 +29,14 @@ pub(super) async fn replay(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions
         report.differences.len()
     );
     for (key, before, after) in report.differences.iter().take(10) {
-        println!("  {key}: recorded {before:?}, now {after:?}");
+        println!("  {key}: {}", describe_difference(before.as_ref(), after));
     }
     match report.differences.first() {
-        Some((key, _, _)) => Err(Error::ReplayMismatch {
+        Some((key, before, after)) => Err(Error::ReplayMismatch {
             sweep: sweep_id.clone(),
             cells: report.cells,
             differing: report.differences.len(),
-            first: key.to_string(),
+            first: format!("{key}: {}", describe_difference(before.as_ref(), after)),
         }),
         None => Ok(()),
     }

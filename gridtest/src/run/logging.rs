@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::ProgressBar;
 use tracing::Level;
@@ -11,6 +12,9 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
 use super::{LogArgs, LogFormat};
+
+/// Whether the logs are JSON lines (then so is the line that ends a failed run).
+static JSON_LOGS: AtomicBool = AtomicBool::new(false);
 
 /// The bar on screen, if any: log lines are written with it suspended.
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
@@ -70,6 +74,7 @@ pub fn init_logging(log: &LogArgs) {
         .with_env_filter(filter)
         .with_writer(Stderr)
         .with_target(false);
+    JSON_LOGS.store(log.log_format == LogFormat::Json, Ordering::Relaxed);
     let _ = match log.log_format {
         LogFormat::Text => builder.with_ansi(colour_wanted()).try_init(),
         LogFormat::Json => builder
@@ -80,6 +85,24 @@ pub fn init_logging(log: &LogArgs) {
             .with_ansi(false)
             .try_init(),
     };
+}
+
+/// Prints the error that ends a run to stderr, in the logs' format: `error: …` beside text
+/// logs, one JSON line (`level` `ERROR`, `message`, `exit_code`) beside JSON logs. No backtrace:
+/// the message names what failed (the file, shard or parameter set).
+pub fn print_error(message: &str, exit_code: u8) {
+    let line = if JSON_LOGS.load(Ordering::Relaxed) {
+        serde_json::json!({
+            "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            "level": "ERROR",
+            "message": message,
+            "exit_code": exit_code,
+        })
+        .to_string()
+    } else {
+        format!("error: {message}")
+    };
+    let _ = writeln!(Stderr, "{line}");
 }
 
 /// stderr, with the progress bar lifted while a line is written.

@@ -27,6 +27,7 @@ use self::board::{BoardSpool, SortedBoard, TopBoard, write_leaderboard};
 use self::cells::{CellWriter, SetText, ShardText};
 use super::SweepError;
 use super::leaderboard::{BestRows, LEADERBOARD_ROWS, Leaderboard, LeaderboardRows, SetTally};
+use super::research_report::Deflated;
 use super::spool::{Spool, SpoolRow, decode};
 use crate::data::Shard;
 use crate::engine::CellFailure;
@@ -254,7 +255,7 @@ struct Pass {
     rendered: Rendered,
     open: Option<OpenSet>,
     /// Each set's deflated Sharpe ratio, when known at the end (see [`OrderedRender::with_dsr`]).
-    dsr: Option<Arc<HashMap<ParamSetId, f64>>>,
+    dsr: Option<Arc<HashMap<ParamSetId, Deflated>>>,
 }
 
 impl Pass {

@@ -19,6 +19,16 @@ pub(super) const BEST_LISTED: usize = 20;
 pub(super) const MAX_BLOCKS: usize = 16;
 /// Days per CSCV block at least.
 const MIN_BLOCK_DAYS: usize = 5;
+/// Decimals a DSR ranks at (and is printed with): sets whose DSRs agree to this many decimals
+/// rank by their Sharpe ratio, so that a grid of DSRs that all round to 0 (or 1) does not rank
+/// by the noise of the normal distribution's tail.
+pub const DSR_DECIMALS: i32 = 3;
+
+/// A DSR's tier for ranking: the DSR at [`DSR_DECIMALS`] decimals, as a whole number.
+#[must_use]
+pub(crate) fn dsr_tier(dsr: f64) -> f64 {
+    (dsr * 10f64.powi(DSR_DECIMALS)).round()
+}
 
 /// One set's evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -126,7 +136,7 @@ pub struct ResearchReport {
     pub notes: Vec<String>,
     /// DSR of every set with returns, by id (not written to `research.json`).
     #[serde(skip)]
-    pub dsr: HashMap<ParamSetId, f64>,
+    pub deflated: HashMap<ParamSetId, Deflated>,
 }
 
 impl ResearchReport {
@@ -144,14 +154,30 @@ impl ResearchReport {
                 returns.lacking
             ));
         }
-        let dsr = returns
-            .places
+        let deflated: Vec<Deflated> = deflation
+            .dsr
             .iter()
-            .map(|&(_, id)| id)
-            .zip(deflation.dsr.iter().copied())
+            .zip(&stats)
+            .map(|(&dsr, stats)| Deflated {
+                dsr,
+                sharpe: stats.sharpe(),
+            })
             .collect();
         let mut order: Vec<usize> = (0..stats.len()).collect();
-        order.sort_by(|&a, &b| deflation.dsr[b].total_cmp(&deflation.dsr[a]));
+        order.sort_by(|&a, &b| deflated[a].rank_order(&deflated[b]));
+        if let Some(&top) = order.first()
+            && dsr_tier(deflated[top].dsr) <= 0.0
+        {
+            notes.push(format!(
+                "no set's DSR reaches 0.{:0>width$}: the best daily Sharpe ratio, {:.4}, is \
+                 below {:.4}, the best that {trials} trials without skill are expected to reach, \
+                 so DSR cannot tell these sets apart; they rank by Sharpe ratio",
+                1,
+                deflated[top].sharpe,
+                deflation.benchmark,
+                width = usize::try_from(DSR_DECIMALS).unwrap_or(3),
+            ));
+        }
         let best = order
             .iter()
             .take(BEST_LISTED)
@@ -180,14 +206,46 @@ impl ResearchReport {
             pbo: pbo(matrix, &mut notes),
             walk_forward: walk_forward(returns, &mut notes),
             notes,
-            dsr,
+            deflated: returns
+                .places
+                .iter()
+                .map(|&(_, id)| id)
+                .zip(deflated)
+                .collect(),
         }
     }
 
     /// The DSR of set `id`, if it has returns.
     #[must_use]
     pub fn dsr_of(&self, id: ParamSetId) -> Option<f64> {
-        self.dsr.get(&id).copied()
+        self.deflated.get(&id).map(|d| d.dsr)
+    }
+}
+
+/// A set's deflated Sharpe ratio and the daily Sharpe ratio it deflates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Deflated {
+    /// The deflated Sharpe ratio.
+    pub dsr: f64,
+    /// The Sharpe ratio of the set's daily returns.
+    pub sharpe: f64,
+}
+
+impl Deflated {
+    /// The ranking by DSR, best first: by the DSR at [`DSR_DECIMALS`] decimals, then by the
+    /// Sharpe ratio; a NaN last.
+    #[must_use]
+    pub fn rank_order(&self, other: &Self) -> std::cmp::Ordering {
+        let (a, b) = (self.rank_key(), other.rank_key());
+        a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
+    }
+
+    /// The ranking's key, ascending (best first): minus the DSR's tier and minus the Sharpe
+    /// ratio, each NaN as infinity.
+    #[must_use]
+    pub(crate) fn rank_key(&self) -> (f64, f64) {
+        let high_nan = |v: f64| if v.is_nan() { f64::INFINITY } else { v };
+        (high_nan(-dsr_tier(self.dsr)), high_nan(-self.sharpe))
     }
 }
 
@@ -262,5 +320,69 @@ fn summarise(
         out_of_sample_sharpe: report.out_of_sample_sharpe,
         full_sample_winner: returns.sets[report.full_sample_winner],
         full_sample_winner_sharpe: report.full_sample_winner_sharpe,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::research::Returns;
+
+    /// `n` sets over `days` days, each losing: set `k` returns `-0.01 + (k + 1) 1e-4` on
+    /// average with a deterministic wiggle, so their Sharpe ratios rise with `k`.
+    fn losing_sets(n: u64, days: usize) -> SetReturns {
+        let mut returns = Returns::new(days);
+        for k in 0..n {
+            let row: Vec<f64> = (0..days)
+                .map(|d| {
+                    let wiggle = (((d as u64 * 7919 + k * 104_729) % 1000) as f64 - 500.0) * 2e-5;
+                    -0.01 + (k + 1) as f64 * 1e-4 + wiggle
+                })
+                .collect();
+            returns.push(&row).unwrap();
+        }
+        let first: NaiveDate = "2024-01-01".parse().unwrap();
+        SetReturns {
+            dates: (0..days as u64)
+                .map(|d| first + chrono::Days::new(d))
+                .collect(),
+            sets: (0..n).collect(),
+            places: (0..n).map(|k| (k, ParamSetId(1000 + k))).collect(),
+            returns,
+            lacking: 0,
+        }
+    }
+
+    #[test]
+    fn a_grid_of_losers_ranks_by_sharpe_and_says_why() {
+        let returns = losing_sets(12, 250);
+        let report = ResearchReport::compute(&returns, 12, 252.0);
+        assert!(
+            report.best.iter().all(|b| dsr_tier(b.dsr) == 0.0),
+            "every DSR rounds to 0: {:?}",
+            report.best.iter().map(|b| b.dsr).collect::<Vec<_>>()
+        );
+        let sharpes: Vec<f64> = report.best.iter().map(|b| b.daily_sharpe).collect();
+        assert!(
+            sharpes.windows(2).all(|w| w[0] >= w[1]),
+            "best by Sharpe: {sharpes:?}"
+        );
+        assert_eq!(report.best[0].param_set, ParamSetId(1011));
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.starts_with("no set's DSR reaches 0.001")),
+            "{:?}",
+            report.notes
+        );
+    }
+
+    #[test]
+    fn dsr_tiers_are_the_printed_decimals() {
+        assert_eq!(dsr_tier(4.3e-13), 0.0);
+        assert_eq!(dsr_tier(0.0004), 0.0);
+        assert_eq!(dsr_tier(0.9996), 1000.0);
+        assert_eq!(dsr_tier(0.587), 587.0);
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, AsArray, BooleanBuilder, Float64Builder, RecordBatch, UInt64Builder,
+    ArrayRef, AsArray, BooleanBuilder, Float64Array, Float64Builder, RecordBatch, UInt64Builder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, UInt64Type};
 
@@ -19,6 +19,7 @@ use crate::metrics::RankMetric;
 use crate::params::{ParamSetId, SetExpander};
 use crate::sweep::SweepError;
 use crate::sweep::leaderboard::{LeaderCsv, LeaderRow, rank_key};
+use crate::sweep::research_report::Deflated;
 use crate::sweep::spool::write_parquet;
 
 /// Per-set rows written to Parquet parts as they are summed, for the leaderboard's sort.
@@ -76,7 +77,7 @@ impl BoardRow {
         &self,
         rank: usize,
         params: crate::params::ParamSet,
-        dsr: Option<&HashMap<ParamSetId, f64>>,
+        dsr: Option<&HashMap<ParamSetId, Deflated>>,
     ) -> LeaderRow {
         let f = |k: usize| self.figures[k];
         let id = ParamSetId(self.id);
@@ -97,7 +98,7 @@ impl BoardRow {
             win_rate: f(6),
             profit_factor: f(7),
             exposure: f(8),
-            dsr: dsr.and_then(|d| d.get(&id).copied()),
+            dsr: dsr.and_then(|d| d.get(&id)).map(|d| d.dsr),
         }
     }
 }
@@ -141,7 +142,7 @@ impl TopBoard {
         mut self,
         (expander, axes): (&SetExpander, &[String]),
         path: &Path,
-        dsr: Option<&HashMap<ParamSetId, f64>>,
+        dsr: Option<&HashMap<ParamSetId, Deflated>>,
     ) -> Result<u64, SweepError> {
         self.trim();
         let file = File::create(path).map_err(|e| output_error(path, e))?;
@@ -187,6 +188,7 @@ impl BoardSpool {
         if self.rows.is_empty() {
             return Ok(());
         }
+        let n = self.rows.len();
         let mut incomplete = BooleanBuilder::new();
         let (mut key, mut position, mut id) = (
             Float64Builder::new(),
@@ -219,6 +221,8 @@ impl BoardSpool {
         let mut fields = vec![
             Field::new("incomplete", DataType::Boolean, false),
             Field::new("key", DataType::Float64, false),
+            // Breaks ties of `key`: 0 here; the Sharpe ratio when ranked by DSR (`by_dsr`).
+            Field::new("tie", DataType::Float64, false),
             Field::new("position", DataType::UInt64, false),
             Field::new("param_set_id", DataType::UInt64, false),
             Field::new("shards", DataType::UInt64, false),
@@ -229,6 +233,7 @@ impl BoardSpool {
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(incomplete.finish()),
             Arc::new(key.finish()),
+            Arc::new(Float64Array::from(vec![0.0; n])),
             Arc::new(position.finish()),
             Arc::new(id.finish()),
             Arc::new(shards.finish()),
@@ -273,13 +278,13 @@ pub(super) async fn write_leaderboard(
     (expander, axes): (&SetExpander, &[String]),
     path: &Path,
     rows: usize,
-    (dsr, keep): (Option<&HashMap<ParamSetId, f64>>, usize),
+    (dsr, keep): (Option<&HashMap<ParamSetId, Deflated>>, usize),
 ) -> Result<Vec<LeaderRow>, SweepError> {
     let mut top = Vec::new();
     let dir = board.dir;
     let file = File::create(path).map_err(|e| output_error(path, e))?;
     let mut out = LeaderCsv::new(BufWriter::new(file), axes).map_err(|e| output_error(path, e))?;
-    let by = ["incomplete", "key", "param_set_id"];
+    let by = ["incomplete", "key", "tie", "param_set_id"];
     let mut stream = sorted(dir, board.rows, &by, board.memory, None).await?;
     let mut rank = 0;
     while rank < rows

@@ -16,11 +16,14 @@ use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use super::output_error;
 use crate::params::ParamSetId;
 use crate::sweep::SweepError;
+use crate::sweep::research_report::Deflated;
 use crate::sweep::spool::write_parquet;
 
-/// Rewrites every board part under `dir`: a row's key becomes its set's DSR (best first) and its
+/// Rewrites every board part under `dir`: a row's key becomes its set's DSR at
+/// [`DSR_DECIMALS`](crate::sweep::DSR_DECIMALS) decimals (best first), ties broken by the Sharpe ratio it deflates (best
+/// first; [`Deflated::rank_order`], the research report's order), and its
 /// `score` the DSR itself; a set without one (a failed cell, no returns) ranks as incomplete.
-pub(super) fn rekey(dir: &Path, dsr: &HashMap<ParamSetId, f64>) -> Result<(), SweepError> {
+pub(super) fn rekey(dir: &Path, dsr: &HashMap<ParamSetId, Deflated>) -> Result<(), SweepError> {
     let mut parts: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| output_error(dir, e))?
         .filter_map(Result::ok)
@@ -48,7 +51,10 @@ fn read_part(path: &Path) -> Result<RecordBatch, SweepError> {
     concat_batches(&schema, &batches).map_err(|e| output_error(path, e))
 }
 
-fn rekey_batch(batch: &RecordBatch, dsr: &HashMap<ParamSetId, f64>) -> Result<RecordBatch, String> {
+fn rekey_batch(
+    batch: &RecordBatch,
+    dsr: &HashMap<ParamSetId, Deflated>,
+) -> Result<RecordBatch, String> {
     let u64s = |name: &str| {
         batch
             .column_by_name(name)
@@ -56,18 +62,23 @@ fn rekey_batch(batch: &RecordBatch, dsr: &HashMap<ParamSetId, f64>) -> Result<Re
             .ok_or_else(|| format!("board column {name} is missing"))
     };
     let (ids, failed) = (u64s("param_set_id")?, u64s("failed")?);
-    let values: Vec<Option<f64>> = (0..batch.num_rows())
+    let values: Vec<Option<Deflated>> = (0..batch.num_rows())
         .map(|i| {
             let d = dsr.get(&ParamSetId(ids.value(i))).copied();
-            d.filter(|v| !v.is_nan() && failed.value(i) == 0)
+            d.filter(|v| !v.dsr.is_nan() && failed.value(i) == 0)
         })
         .collect();
     let incomplete: BooleanArray = values.iter().map(|v| Some(v.is_none())).collect();
-    let key: Float64Array = values
+    let keys: Vec<(f64, f64)> = values
         .iter()
-        .map(|v| Some(v.map_or(f64::INFINITY, |d| -d)))
+        .map(|v| v.map_or((f64::INFINITY, f64::INFINITY), |d| d.rank_key()))
         .collect();
-    let score: Float64Array = values.iter().map(|v| Some(v.unwrap_or(f64::NAN))).collect();
+    let key: Float64Array = keys.iter().map(|k| Some(k.0)).collect();
+    let tie: Float64Array = keys.iter().map(|k| Some(k.1)).collect();
+    let score: Float64Array = values
+        .iter()
+        .map(|v| Some(v.map_or(f64::NAN, |d| d.dsr)))
+        .collect();
     let schema = batch.schema();
     let columns: Vec<ArrayRef> = schema
         .fields()
@@ -76,6 +87,7 @@ fn rekey_batch(batch: &RecordBatch, dsr: &HashMap<ParamSetId, f64>) -> Result<Re
         .map(|(field, column)| match field.name().as_str() {
             "incomplete" => Arc::new(incomplete.clone()) as ArrayRef,
             "key" => Arc::new(key.clone()) as ArrayRef,
+            "tie" => Arc::new(tie.clone()) as ArrayRef,
             "score" => Arc::new(score.clone()) as ArrayRef,
             _ => Arc::clone(column),
         })

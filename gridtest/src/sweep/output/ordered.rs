@@ -13,6 +13,7 @@ use crate::data::ShardId;
 use crate::params::ParamSetId;
 use crate::sweep::SweepError;
 use crate::sweep::ledger::FinalCell;
+use crate::sweep::research_report::Deflated;
 use crate::sweep::spool::{Spool, SpoolRow};
 
 /// Cells held ahead of the frontier before streaming gives up (about 250 bytes each).
@@ -117,7 +118,7 @@ impl OrderedRender {
     /// Gives the leaderboard each set's deflated Sharpe ratio (a `dsr` column; the ranking when
     /// the metric is [`RankMetric::Dsr`](crate::metrics::RankMetric::Dsr)), known once every
     /// cell is final.
-    pub fn with_dsr(&mut self, dsr: Arc<HashMap<ParamSetId, f64>>) {
+    pub fn with_dsr(&mut self, dsr: Arc<HashMap<ParamSetId, Deflated>>) {
         self.pass.dsr = Some(dsr);
     }
 

@@ -8,6 +8,7 @@ use crate::engine::{CellKey, CellOutcome, FailureKind};
 use crate::metrics::Metrics;
 use crate::params::{ParamSetId, SetPlace};
 use crate::sweep::ledger::FinalCell;
+use crate::sweep::research_report::Deflated;
 use crate::sweep::spool::CellSpool;
 
 fn shards() -> Vec<Shard> {
@@ -334,4 +335,106 @@ fn outputs_written_during_the_sweep_equal_those_rendered_at_the_end() {
         assert_eq!(rendered.failures.len(), reference.failures.len());
         assert_eq!(rendered.leaderboard.rows, reference.leaderboard.rows);
     }
+}
+
+/// The outputs of `subject`'s cells (in unit order) under `dir/out`, with each set's DSR from
+/// `deflated`.
+fn render_with_dsr(
+    subject: &Subject<'_>,
+    places: &[(SetPlace, ParamSet)],
+    dir: &std::path::Path,
+    deflated: &HashMap<ParamSetId, Deflated>,
+) -> Rendered {
+    let cells = unit_order(subject.shards, places);
+    let mut spool = CellSpool::create(&dir.join("cells"), subject.shards).unwrap();
+    let mut ordered = OrderedRender::start(subject, &dir.join("out")).unwrap();
+    for cell in &cells {
+        spool.push(cell).unwrap();
+        ordered.offer(cell);
+    }
+    ordered.with_dsr(Arc::new(deflated.clone()));
+    let spool = spool.finish().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(ordered.finish(&spool)).unwrap()
+}
+
+#[test]
+fn ranked_by_dsr_sets_whose_dsr_rounds_alike_rank_by_sharpe() {
+    let (grid, places) = grid_and_places(60, 40);
+    let shards = shards();
+    let subject = Subject {
+        grid: &grid,
+        shards: &shards,
+        metric: RankMetric::Dsr,
+        spec_json: None,
+        leaderboard_rows: LeaderboardRows::All,
+    };
+    // A third of the sets tell apart at three decimals; the rest have DSRs in the normal
+    // tail's noise (below 1e-12), whose order runs against their Sharpe ratios' here.
+    let deflated: HashMap<ParamSetId, Deflated> = places
+        .iter()
+        .map(|(place, set)| {
+            let k = place.index;
+            let dsr = if k % 3 == 0 {
+                0.5 + (k % 7) as f64 * 0.07
+            } else {
+                (k % 50) as f64 * 1e-14
+            };
+            let sharpe = 0.1 - (k % 50) as f64 * 1e-3 + (k % 11) as f64 * 1e-5;
+            (set.id(), Deflated { dsr, sharpe })
+        })
+        .collect();
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let rendered = render_with_dsr(&subject, &places, work.path(), &deflated);
+
+    let mut board = csv::Reader::from_path(out.join(LEADERBOARD_CSV)).unwrap();
+    let headers = board.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (id_col, failed_col) = (col("param_set_id"), col("failed"));
+    let rows: Vec<(ParamSetId, bool)> = board
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (
+                r[id_col].parse::<ParamSetId>().unwrap(),
+                &r[failed_col] != "0",
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), places.len(), "every set ranked");
+    let failed = rows.iter().filter(|r| r.1).count();
+    assert!(failed > 0, "the test has failed sets");
+    assert!(
+        rows[rows.len() - failed..].iter().all(|r| r.1),
+        "sets without a DSR rank last"
+    );
+    let ranked: Vec<Deflated> = rows[..rows.len() - failed]
+        .iter()
+        .map(|(id, _)| deflated[id])
+        .collect();
+    let tier = |d: &Deflated| (d.dsr * 1e3).round();
+    let tied = ranked.windows(2).filter(|w| tier(&w[0]) == tier(&w[1]));
+    assert!(tied.count() > places.len() / 2, "the test has ties");
+    for pair in ranked.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(tier(a) >= tier(b), "DSR tiers descend: {a:?} then {b:?}");
+        if tier(a) == tier(b) {
+            assert!(
+                a.sharpe >= b.sharpe,
+                "equal tiers rank by Sharpe: {a:?} then {b:?}"
+            );
+        }
+    }
+    let held: Vec<ParamSetId> = rendered
+        .leaderboard
+        .rows
+        .iter()
+        .map(|r| r.param_set_id)
+        .collect();
+    let csv_top: Vec<ParamSetId> = rows.iter().take(held.len()).map(|r| r.0).collect();
+    assert_eq!(held, csv_top, "the leaderboard held is the CSV's top");
 }
