@@ -121,6 +121,7 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
         .axis("slow", (10..=90).step_by(10))
         .constrain("fast < slow");
     let points = grid.len();
+    let excluded = 12 * 9 - points;
     let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
         .grid(grid)
         .data(scratch.location());
@@ -168,6 +169,34 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
     );
     let count = |class: &str| dom.matches(&format!("class=\"{class}\"")).count();
     assert_eq!(count("cell"), points, "one heatmap cell per grid point");
+    assert_eq!(
+        count("excluded"),
+        excluded,
+        "the constraint's points, hatched"
+    );
+    assert_eq!(count("novalue"), 0);
+    assert_eq!(count("best"), 1, "the best set outlined");
+    assert_eq!(count("scale"), 64, "a colour bar");
+    assert!(count("tick") > 30, "axes with ticks");
+    assert!(
+        count("zero") >= 4,
+        "zero lines on the curves and the PBO panel"
+    );
+    assert_eq!(count("degradation"), 1, "the PBO panel's degradation line");
+    assert!(
+        dom.contains("Deflated Sharpe ratio (DSR): the probability"),
+        "DSR explained with this sweep's numbers"
+    );
+    let data = page_data(&page);
+    let fills = data["trades"]["fills"].as_array().unwrap().len();
+    assert!(fills > 0 && data["trades"]["prices"].as_array().unwrap().len() > 100);
+    assert_eq!(count("price"), 1, "the best set's price chart");
+    assert_eq!(
+        count("fill-buy") + count("fill-sell"),
+        fills,
+        "its fills marked"
+    );
+    assert!(count("trade-pnl") > 0, "each round trip's return");
     assert_eq!(count("equity"), 5, "equity curves of the top sets");
     assert_eq!(count("drawdown"), 5);
     let report = results.research().unwrap();
@@ -188,6 +217,79 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
         "a screenshot of the page"
     );
     eprintln!("report screenshot: {}", shot.display());
+    if let Some(dir) = std::env::var_os("GRIDTEST_ARTIFACTS") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&shot, Path::new(&dir).join("report.png")).unwrap();
+    }
+}
+
+/// The page stays small whatever the best cell traded: it carries the first fills, says how
+/// many there are, and `best_trades.json` keeps them all.
+#[test]
+fn the_page_stays_small_with_a_hundred_thousand_fills() {
+    let scratch = gridtest_tests::Scratch::new();
+    scratch.synth(&gridtest::data::synth::SynthSpec {
+        symbols: 1,
+        days: 5,
+        ticks_per_day: 200,
+        ..gridtest::data::synth::SynthSpec::default()
+    });
+    let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
+        .grid(
+            gridtest::Grid::new()
+                .axis("fast", [2, 4])
+                .axis("slow", [10, 20]),
+        )
+        .data(scratch.location());
+    let results = gridtest_tests::run(&sweep);
+    let fill = gridtest::engine::Fill {
+        index: 7,
+        ts: 1_700_000_000_000_000_000,
+        price: 101.234_567_89,
+        units: 0.123_456_789,
+        side: gridtest::engine::Side::Buy,
+        fee: 0.000_012_345,
+        weight: 1.0,
+        equity: 1.000_123_456,
+        member: 0,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        results.output_dir().join("leaderboard.csv"),
+        dir.path().join("leaderboard.csv"),
+    )
+    .unwrap();
+    let cost = gridtest::sweep::SweepCost::measure(
+        &std::collections::BTreeMap::new(),
+        &std::collections::BTreeMap::new(),
+        None,
+    );
+    let input = gridtest::sweep::report::ReportInput {
+        title: "many fills".to_owned(),
+        grid: results.grid(),
+        leaderboard: results.leaderboard(),
+        research: None,
+        trades: Some(gridtest::sweep::report::BestTrades {
+            label: "best".to_owned(),
+            fills: vec![fill; 100_000],
+            prices: vec![
+                (1_700_000_000_000_000_000, 101.0);
+                2 * gridtest::sweep::report::PRICE_BUCKETS
+            ],
+        }),
+        nodes: &std::collections::BTreeMap::new(),
+        cost: &cost,
+    };
+    gridtest::sweep::report::write(dir.path(), input).unwrap();
+    let page = dir.path().join("report.html");
+    let size = std::fs::metadata(&page).unwrap().len();
+    assert!(size < 2 << 20, "{size} bytes");
+    let data = page_data(&page);
+    assert_eq!(data["trades"]["total"], 100_000);
+    assert_eq!(
+        data["trades"]["fills"].as_array().unwrap().len(),
+        gridtest::sweep::report::MAX_FILLS_SHOWN
+    );
 }
 
 /// The JSON a page carries (what its script draws).

@@ -175,7 +175,7 @@ async fn draw(files: &SweepFiles<'_>, spec: &SweepSpec, out: &Path) -> Result<Pa
         grid: &spec.grid,
         leaderboard: &leaderboard,
         research: research.as_ref().zip(returns.as_ref()),
-        trades: trades.map(|t| (t.label, t.fills)),
+        trades,
         nodes: &BTreeMap::new(),
         cost: &cost,
     };

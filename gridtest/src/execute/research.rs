@@ -3,10 +3,9 @@
 use std::path::Path;
 
 use super::Plan;
-use crate::data::ShardReader;
-use crate::engine::Fill;
+use crate::data::{ShardData, ShardReader};
 use crate::error::{Error, Result};
-use crate::sweep::report::{self, ReportInput};
+use crate::sweep::report::{self, BestTrades, ReportInput};
 use crate::sweep::{
     Leaderboard, Prices, ResearchReport, ReturnsBook, SetReturns, SweepCost, SweepError,
     SweepResults, output,
@@ -159,13 +158,14 @@ pub(super) async fn conclude(
     .map_err(|e| Error::actors("computing the research report", e))?
 }
 
-/// The fills of the best set on the first shard, traced again (one set, one shard); none when
-/// that shard is larger than the cache budget `cache_bytes` (it would be loaded whole).
+/// The fills of the best set on the first shard, traced again (one set, one shard), with the
+/// shard's price outline; none when that shard is larger than the cache budget `cache_bytes`
+/// (it would be loaded whole).
 pub(super) async fn trace_best(
     plan: &Plan,
     board: &Leaderboard,
     cache_bytes: u64,
-) -> Option<(String, Vec<Fill>)> {
+) -> Option<BestTrades> {
     let row = board.rows.first()?;
     let shard = plan.spec.shards.first()?;
     let info = plan.infos.first()?.as_ref().ok()?;
@@ -184,17 +184,40 @@ pub(super) async fn trace_best(
         plan.strategy.trace,
     );
     let label = format!("{set} on {}", shard.symbol());
-    let (_, traced) = tokio::task::spawn_blocking(move || trace(&data, &set, &exec))
-        .await
-        .ok()?;
-    Some((label, traced.fills))
+    let (prices, traced) = tokio::task::spawn_blocking(move || {
+        let (_, traced) = trace(&data, &set, &exec);
+        (outline(&data), traced)
+    })
+    .await
+    .ok()?;
+    Some(BestTrades {
+        label,
+        fills: traced.fills,
+        prices,
+    })
+}
+
+/// The price outline of a one-symbol shard (its mark column); empty for a universe.
+fn outline(data: &ShardData) -> Vec<(i64, f64)> {
+    let mark = data.kind().mark_column();
+    if data.batches().iter().any(|b| b.members().is_some()) {
+        return Vec::new();
+    }
+    let events = data.batches().iter().flat_map(|b| {
+        b.ts()
+            .iter()
+            .copied()
+            .zip(b.columns()[mark].iter().copied())
+    });
+    let n = usize::try_from(data.n_rows()).unwrap_or(usize::MAX);
+    report::price_outline(events, n, report::PRICE_BUCKETS)
 }
 
 /// Writes `cost.json` and `report.html` beside the other outputs of `results`.
 pub(super) fn write_page(
     results: &SweepResults,
     returns: Option<&SetReturns>,
-    trades: Option<(String, Vec<Fill>)>,
+    trades: Option<BestTrades>,
     prices: Option<Prices>,
 ) -> Result<()> {
     let info = results.run_info();
@@ -233,7 +256,7 @@ pub(super) fn write_page(
 fn keep_for_the_page(
     results: &SweepResults,
     returns: Option<&SetReturns>,
-    trades: Option<&(String, Vec<Fill>)>,
+    trades: Option<&BestTrades>,
 ) -> Result<()> {
     let dir = results.output_dir();
     let path = dir.join(output::RETURNS_PARQUET);
@@ -243,13 +266,9 @@ fn keep_for_the_page(
         let shown = report::shown_sets(results.leaderboard(), results.research(), returns);
         returns.only(&shown).write_parquet(&path)?;
     }
-    if let Some((label, fills)) = trades {
+    if let Some(trades) = trades {
         let path = dir.join(output::BEST_TRADES_JSON);
-        let json = serde_json::to_vec(&report::BestTrades {
-            label: label.clone(),
-            fills: fills.clone(),
-        })
-        .expect("fills serialise");
+        let json = serde_json::to_vec(trades).expect("fills serialise");
         std::fs::write(&path, json).map_err(|e| output_error(&path, e))?;
     }
     Ok(())

@@ -26,6 +26,9 @@ pub const REPORT_HTML: &str = "report.html";
 pub const MAX_POINTS: usize = 200_000;
 /// Equity curves drawn.
 const CURVES: usize = 5;
+/// Most fills of the best cell the page carries (every fill is in `best_trades.json`), so that
+/// the page stays small (well under 2 MB) whatever the cell traded.
+pub const MAX_FILLS_SHOWN: usize = 1_000;
 
 /// The fills of the cell the page lists, as a sweep keeps them (`best_trades.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -34,6 +37,62 @@ pub struct BestTrades {
     pub label: String,
     /// Its fills.
     pub fills: Vec<Fill>,
+    /// Its symbol's price, outlined: `(timestamp, price)` of the lowest and the highest event of
+    /// each of at most [`PRICE_BUCKETS`] stretches of equal length, in time order (empty for a
+    /// universe).
+    #[serde(default)]
+    pub prices: Vec<(i64, f64)>,
+}
+
+/// Stretches of the best cell's history its price chart outlines (two points each).
+pub const PRICE_BUCKETS: usize = 1_000;
+
+/// The price outline of `(ts, price)` events ([`BestTrades::prices`]): per stretch of equal
+/// length, its lowest and its highest event, in time order.
+///
+/// ```
+/// use gridtest::sweep::report::price_outline;
+/// let events: Vec<(i64, f64)> = (0..10).map(|i| (i, (i % 3) as f64)).collect();
+/// let outline = price_outline(events.iter().copied(), events.len(), 2);
+/// assert_eq!(outline, vec![(0, 0.0), (2, 2.0), (5, 2.0), (6, 0.0)]);
+/// ```
+#[must_use]
+pub fn price_outline(
+    events: impl Iterator<Item = (i64, f64)>,
+    n: usize,
+    buckets: usize,
+) -> Vec<(i64, f64)> {
+    let per = n.div_ceil(buckets.max(1)).max(1);
+    let mut out = Vec::with_capacity(2 * buckets);
+    let mut flush = |lo: Option<(i64, f64)>, hi: Option<(i64, f64)>| {
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            if lo.0 == hi.0 {
+                out.push(lo);
+            } else if lo.0 < hi.0 {
+                out.extend([lo, hi]);
+            } else {
+                out.extend([hi, lo]);
+            }
+        }
+    };
+    let mut lo: Option<(i64, f64)> = None;
+    let mut hi: Option<(i64, f64)> = None;
+    for (i, (ts, price)) in events.enumerate() {
+        if i % per == 0 {
+            flush(lo.take(), hi.take());
+        }
+        if !price.is_finite() {
+            continue;
+        }
+        if lo.is_none_or(|l| price < l.1) {
+            lo = Some((ts, price));
+        }
+        if hi.is_none_or(|h| price > h.1) {
+            hi = Some((ts, price));
+        }
+    }
+    flush(lo, hi);
+    out
 }
 
 /// What the page shows.
@@ -47,8 +106,8 @@ pub struct ReportInput<'a> {
     pub leaderboard: &'a Leaderboard,
     /// The research report and the sets' returns, when recorded.
     pub research: Option<(&'a ResearchReport, &'a SetReturns)>,
-    /// The best cell's fills, with a label.
-    pub trades: Option<(String, Vec<Fill>)>,
+    /// The best cell's fills and price.
+    pub trades: Option<BestTrades>,
     /// Per node.
     pub nodes: &'a BTreeMap<String, NodeStats>,
     /// What the sweep used and cost.
@@ -82,7 +141,24 @@ struct Curve {
 #[derive(Serialize)]
 struct Trades {
     label: String,
+    /// The first [`MAX_FILLS_SHOWN`] fills.
     fills: Vec<Fill>,
+    /// Every fill of the cell.
+    total: usize,
+    /// The price outline.
+    prices: Vec<(i64, f64)>,
+}
+
+/// The figures the page explains DSR, PBO and walk-forward with.
+#[derive(Serialize)]
+struct Explain {
+    best: String,
+    best_sharpe: f64,
+    best_dsr: f64,
+    benchmark_sharpe: f64,
+    trials: u64,
+    effective_trials: f64,
+    days: usize,
 }
 
 #[derive(Serialize)]
@@ -110,6 +186,7 @@ struct PageData<'a> {
     walk_forward: Option<&'a WalkForwardSummary>,
     set_names: BTreeMap<u64, String>,
     research_note: String,
+    explain: Option<Explain>,
     trades: Option<Trades>,
     nodes: Vec<NodeRow>,
     cost: &'a SweepCost,
@@ -138,15 +215,6 @@ pub fn write(dir: &Path, input: ReportInput<'_>) -> Result<(), SweepError> {
             (points, note)
         }
     };
-    let expander = input.grid.expander();
-    let name_of = |returns: &SetReturns, index: u64| -> String {
-        returns
-            .sets
-            .binary_search(&index)
-            .ok()
-            .and_then(|i| expander.set_at(returns.places[i].0))
-            .map_or_else(|| format!("set {index}"), |s| s.to_string())
-    };
     let mut data = PageData {
         summary: summary(&input),
         axis_values: input
@@ -166,21 +234,22 @@ pub fn write(dir: &Path, input: ReportInput<'_>) -> Result<(), SweepError> {
         walk_forward: None,
         set_names: BTreeMap::new(),
         research_note: "no daily returns were recorded (--returns)".to_owned(),
-        trades: input.trades.map(|(label, fills)| Trades { label, fills }),
+        explain: None,
+        trades: input.trades.map(|mut t| {
+            let total = t.fills.len();
+            t.fills.truncate(MAX_FILLS_SHOWN);
+            Trades {
+                label: t.label,
+                fills: t.fills,
+                total,
+                prices: t.prices,
+            }
+        }),
         nodes: node_rows(input.nodes),
         cost: input.cost,
     };
     if let Some((report, returns)) = input.research {
-        data.dates = returns.dates.iter().map(ToString::to_string).collect();
-        data.curves = curves(input.leaderboard, returns);
-        data.pbo = report.pbo.as_ref();
-        data.walk_forward = report.walk_forward.as_ref();
-        if let Some(wf) = &report.walk_forward {
-            for &(_, set, _, _) in &wf.windows {
-                data.set_names.insert(set, name_of(returns, set));
-            }
-        }
-        data.research_note = report.notes.join("; ");
+        add_research(&mut data, (report, returns), input.leaderboard, input.grid);
     }
     let json = serde_json::to_string(&data)
         .map_err(|e| output_error(dir, e))?
@@ -190,6 +259,43 @@ pub fn write(dir: &Path, input: ReportInput<'_>) -> Result<(), SweepError> {
         .replace("__DATA__", &json);
     let path = dir.join(REPORT_HTML);
     std::fs::write(&path, page).map_err(|e| output_error(&path, e))
+}
+
+/// The research figures of the page: curves, PBO, walk-forward, notes, the explanation.
+fn add_research<'a>(
+    data: &mut PageData<'a>,
+    (report, returns): (&'a ResearchReport, &'a SetReturns),
+    board: &Leaderboard,
+    grid: &Grid,
+) {
+    let expander = grid.expander();
+    let name_of = |returns: &SetReturns, index: u64| -> String {
+        returns
+            .sets
+            .binary_search(&index)
+            .ok()
+            .and_then(|i| expander.set_at(returns.places[i].0))
+            .map_or_else(|| format!("set {index}"), |s| s.to_string())
+    };
+    data.dates = returns.dates.iter().map(ToString::to_string).collect();
+    data.curves = curves(board, returns);
+    data.pbo = report.pbo.as_ref();
+    data.walk_forward = report.walk_forward.as_ref();
+    if let Some(wf) = &report.walk_forward {
+        for &(_, set, _, _) in &wf.windows {
+            data.set_names.insert(set, name_of(returns, set));
+        }
+    }
+    data.research_note = report.notes.join("; ");
+    data.explain = report.best.first().map(|best| Explain {
+        best: best.params.clone(),
+        best_sharpe: best.daily_sharpe,
+        best_dsr: best.dsr,
+        benchmark_sharpe: report.benchmark_sharpe,
+        trials: report.trials,
+        effective_trials: report.effective_trials,
+        days: report.days,
+    });
 }
 
 fn escape(s: &str) -> String {
