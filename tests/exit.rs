@@ -323,3 +323,34 @@ fn two_identical_sweeps_at_once_compute_it_once() {
     assert_eq!(records, 1910);
     assert!(!sweeps[0].join("lock").exists(), "the lease is released");
 }
+
+/// The exit statuses are documented from the code: `docs/running.md`'s table is generated from
+/// `exit::STATUSES` (`GRIDTEST_BLESS=1` writes it), and the README names every status.
+#[test]
+fn the_exit_statuses_are_documented_from_the_code() {
+    const BEGIN: &str = "<!-- generated from gridtest::exit::STATUSES: begin -->\n";
+    const END: &str = "<!-- generated from gridtest::exit::STATUSES: end -->";
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let path = root.join("docs/running.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = doc.split_once(BEGIN).expect("begin marker");
+    let (current, tail) = rest.split_once(END).expect("end marker");
+    let generated = exit::markdown_table();
+    if std::env::var_os("GRIDTEST_BLESS").is_some() {
+        std::fs::write(&path, format!("{head}{BEGIN}{generated}{END}{tail}")).unwrap();
+    } else {
+        assert_eq!(
+            current, generated,
+            "docs/running.md's exit statuses are stale"
+        );
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let list = &readme[readme.find("Exit status:").expect("the README's list")..];
+    let list = &list[..list.find("docs/running.md").unwrap_or(list.len())];
+    for (status, _) in exit::STATUSES {
+        let named = list
+            .split(|c: char| !c.is_ascii_digit())
+            .any(|n| n == status.to_string());
+        assert!(named, "the README's exit statuses lack {status}: {list}");
+    }
+}

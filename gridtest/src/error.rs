@@ -200,6 +200,61 @@ pub mod exit {
     /// The sweep was interrupted (SIGTERM or SIGINT) and stopped cleanly: its final cells are
     /// in the ledger, the sweep's lease released (128 + SIGINT, as shells report it).
     pub const INTERRUPTED: u8 = 130;
+
+    /// Every status with what it means, in order: the table of `docs/running.md` is generated
+    /// from it ([`markdown_table`]).
+    pub const STATUSES: [(u8, &str); 7] = [
+        (
+            SUCCESS,
+            "the sweep finished and every cell was computed (a worker: drained cleanly)",
+        ),
+        (
+            FAILURE,
+            "the sweep could not run: invalid sweep or settings, bad data layout, missing \
+             dataset, unwritable output or results root, unreachable store, runtime failure; the \
+             error is printed on stderr (`error: …`, or a JSON line beside JSON logs)",
+        ),
+        (
+            USAGE,
+            "command-line usage error (an unknown flag, a value out of range), as `clap` \
+             reports it",
+        ),
+        (
+            FAILED_CELLS,
+            "the sweep finished and its output is written, but some cells failed (the first \
+             one is named); `--allow-failed-cells` makes this 0",
+        ),
+        (
+            NOT_PERSISTED,
+            "the sweep finished and its output is written locally, but the results root did \
+             not record it (ledger or results)",
+        ),
+        (
+            REPLAY_MISMATCH,
+            "`--replay` computed metrics that differ from the record (each difference names \
+             the metric and both values)",
+        ),
+        (
+            INTERRUPTED,
+            "interrupted by SIGTERM or SIGINT and stopped cleanly (its final cells are in the \
+             ledger)",
+        ),
+    ];
+
+    /// [`STATUSES`] as a Markdown table.
+    ///
+    /// ```
+    /// let table = gridtest::exit::markdown_table();
+    /// assert!(table.starts_with("| status | meaning |\n|---|---|\n| 0 | "));
+    /// ```
+    #[must_use]
+    pub fn markdown_table() -> String {
+        let mut table = "| status | meaning |\n|---|---|\n".to_owned();
+        for (status, meaning) in STATUSES {
+            table += &format!("| {status} | {meaning} |\n");
+        }
+        table
+    }
 }
 
 impl Error {
