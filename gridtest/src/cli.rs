@@ -1,5 +1,5 @@
 //! The command line's types that more than one command shares: cluster flags and their
-//! resolution, execution conventions, settings files, completions. Binary-facing: nothing
+//! resolution, execution conventions, settings files, the reference page. Binary-facing: nothing
 //! below this layer uses clap.
 
 mod autoscale_args;
