@@ -106,6 +106,30 @@ fn check_cost(results: &gridtest::SweepResults) {
     assert!((cost.break_even_utilisation.unwrap() - u).abs() < 1e-12);
 }
 
+/// The DOM of `page` after its script ran in headless Chromium (checked to have run to its end
+/// without an error), and the browser; `None`, skipped visibly for `test`, without Chromium.
+fn rendered(page: &Path, test: &str) -> Option<(PathBuf, String)> {
+    let Some(browser) = chromium() else {
+        skip(
+            "chromium",
+            test,
+            "no Chromium (GRIDTEST_CHROMIUM, chromium)",
+        );
+        return None;
+    };
+    let dom = headless(&browser, page, &["--dump-dom"]);
+    assert!(
+        dom.contains("data-rendered=\"1\""),
+        "the script ran to its end"
+    );
+    assert!(
+        dom.contains("<div id=\"errors\"></div>"),
+        "no error in the page:\n{}",
+        &dom[..dom.len().min(3000)]
+    );
+    Some((browser, dom))
+}
+
 #[test]
 fn the_report_opens_in_a_browser_and_draws_every_panel() {
     let test = "report::the_report_opens_in_a_browser_and_draws_every_panel";
@@ -149,24 +173,9 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
         "the only URL is the SVG namespace"
     );
 
-    let Some(browser) = chromium() else {
-        skip(
-            "chromium",
-            test,
-            "no Chromium (GRIDTEST_CHROMIUM, chromium)",
-        );
+    let Some((browser, dom)) = rendered(&page, test) else {
         return;
     };
-    let dom = headless(&browser, &page, &["--dump-dom"]);
-    assert!(
-        dom.contains("data-rendered=\"1\""),
-        "the script ran to its end"
-    );
-    assert!(
-        dom.contains("<div id=\"errors\"></div>"),
-        "no error in the page:\n{}",
-        &dom[..dom.len().min(3000)]
-    );
     let count = |class: &str| dom.matches(&format!("class=\"{class}\"")).count();
     assert_eq!(count("cell"), points, "one heatmap cell per grid point");
     assert_eq!(
@@ -223,25 +232,26 @@ fn the_report_opens_in_a_browser_and_draws_every_panel() {
     }
 }
 
+/// `sweep` over fast ∈ {3, 5} × slow ∈ {20, 40} on one symbol of 10 days.
+fn four_sets_on_one_symbol(sweep: gridtest::Sweep) -> gridtest::SweepResults {
+    let scratch = gridtest_tests::Scratch::new();
+    scratch.synth(&gridtest::data::synth::SynthSpec {
+        symbols: 1,
+        days: 10,
+        ticks_per_day: 300,
+        ..gridtest::data::synth::SynthSpec::default()
+    });
+    let grid = gridtest::Grid::new()
+        .axis("fast", [3, 5])
+        .axis("slow", [20, 40]);
+    gridtest_tests::run(&sweep.grid(grid).data(scratch.location()))
+}
+
 /// The page stays small whatever the best cell traded: it carries the first fills, says how
 /// many there are, and `best_trades.json` keeps them all.
 #[test]
 fn the_page_stays_small_with_a_hundred_thousand_fills() {
-    let scratch = gridtest_tests::Scratch::new();
-    scratch.synth(&gridtest::data::synth::SynthSpec {
-        symbols: 1,
-        days: 5,
-        ticks_per_day: 200,
-        ..gridtest::data::synth::SynthSpec::default()
-    });
-    let sweep = gridtest::Sweep::of::<gridtest_examples::SmaCrossover>()
-        .grid(
-            gridtest::Grid::new()
-                .axis("fast", [2, 4])
-                .axis("slow", [10, 20]),
-        )
-        .data(scratch.location());
-    let results = gridtest_tests::run(&sweep);
+    let results = four_sets_on_one_symbol(gridtest::Sweep::of::<gridtest_examples::SmaCrossover>());
     let fill = gridtest::engine::Fill {
         index: 7,
         ts: 1_700_000_000_000_000_000,
@@ -276,6 +286,7 @@ fn the_page_stays_small_with_a_hundred_thousand_fills() {
                 (1_700_000_000_000_000_000, 101.0);
                 2 * gridtest::sweep::report::PRICE_BUCKETS
             ],
+            trips: Vec::new(),
         }),
         nodes: &std::collections::BTreeMap::new(),
         cost: &cost,
@@ -407,4 +418,44 @@ fn gridtest_report_draws_a_persisted_sweeps_page_again() {
         err.to_string().contains("is a results root") && err.to_string().contains(&sweep_id),
         "{err}"
     );
+}
+
+/// An orders-path strategy's best set: the page draws its closed trades (entry and exit marks,
+/// each trade's return) from `best_trades.json`'s trips, timed by the events they filled at.
+#[test]
+fn the_page_draws_an_orders_strategys_closed_trades() {
+    let test = "report::the_page_draws_an_orders_strategys_closed_trades";
+    let results =
+        four_sets_on_one_symbol(gridtest::Sweep::of::<gridtest_examples::SmaCrossoverOrders>());
+    let kept: gridtest::sweep::report::BestTrades = serde_json::from_slice(
+        &std::fs::read(results.output_dir().join("best_trades.json")).unwrap(),
+    )
+    .unwrap();
+    let best = results.leaderboard().rows[0].closed_trades;
+    assert_eq!(
+        kept.trips.len() as u64,
+        best,
+        "every closed trade of the best set"
+    );
+    assert!(kept.trips.iter().all(|t| t.entry <= t.exit));
+    let page = results.output_dir().join("report.html");
+    let data = page_data(&page);
+    let shown = data["trades"]["trips"].as_array().unwrap().len();
+    assert_eq!(
+        shown,
+        kept.trips
+            .len()
+            .min(gridtest::sweep::report::MAX_FILLS_SHOWN)
+    );
+    assert!(shown > 0, "the best set traded");
+    let Some((_, dom)) = rendered(&page, test) else {
+        return;
+    };
+    let count = |class: &str| dom.matches(&format!("class=\"{class}\"")).count();
+    assert_eq!(
+        count("fill-buy") + count("fill-sell"),
+        2 * shown,
+        "entry and exit marks"
+    );
+    assert_eq!(count("trade-pnl"), shown, "each trade's return");
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use super::Plan;
 use crate::data::{ShardData, ShardReader};
 use crate::error::{Error, Result};
-use crate::sweep::report::{self, BestTrades, ReportInput};
+use crate::sweep::report::{self, BestTrades, ReportInput, Trip};
 use crate::sweep::{
     Leaderboard, Prices, ResearchReport, ReturnsBook, SetReturns, SweepCost, SweepError,
     SweepResults, output,
@@ -184,9 +184,9 @@ pub(super) async fn trace_best(
         plan.strategy.trace,
     );
     let label = format!("{set} on {}", shard.symbol());
-    let (prices, traced) = tokio::task::spawn_blocking(move || {
+    let (prices, trips, traced) = tokio::task::spawn_blocking(move || {
         let (_, traced) = trace(&data, &set, &exec);
-        (outline(&data), traced)
+        (outline(&data), trips(&data, &traced.trades), traced)
     })
     .await
     .ok()?;
@@ -194,7 +194,34 @@ pub(super) async fn trace_best(
         label,
         fills: traced.fills,
         prices,
+        trips,
     })
+}
+
+/// The orders path's closed trades, timed by the events of `data` they entered and left at.
+fn trips(data: &ShardData, trades: &[crate::broker::ClosedTrade]) -> Vec<Trip> {
+    if trades.is_empty() {
+        return Vec::new();
+    }
+    let ts: Vec<i64> = data
+        .batches()
+        .iter()
+        .flat_map(|b| b.ts().iter().copied())
+        .collect();
+    let at = |index: u64| usize::try_from(index).ok().and_then(|i| ts.get(i).copied());
+    trades
+        .iter()
+        .filter_map(|t| {
+            Some(Trip {
+                entry: at(t.entry_index)?,
+                exit: at(t.exit_index)?,
+                entry_price: t.entry_price,
+                exit_price: t.exit_price,
+                long: t.size > 0.0,
+                ret: t.ret,
+            })
+        })
+        .collect()
 }
 
 /// The price outline of a one-symbol shard (its mark column); empty for a universe.

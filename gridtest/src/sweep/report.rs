@@ -42,6 +42,27 @@ pub struct BestTrades {
     /// universe).
     #[serde(default)]
     pub prices: Vec<(i64, f64)>,
+    /// Its closed trades (the orders path, whose trace lists trades rather than fills; empty on
+    /// the targets path, whose round trips the page reads from the fills).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trips: Vec<Trip>,
+}
+
+/// A closed trade as the page draws it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct Trip {
+    /// Entry time, nanoseconds since the epoch (UTC).
+    pub entry: i64,
+    /// Exit time.
+    pub exit: i64,
+    /// Entry price.
+    pub entry_price: f64,
+    /// Exit price.
+    pub exit_price: f64,
+    /// Whether it was long.
+    pub long: bool,
+    /// Its return, fees included.
+    pub ret: f64,
 }
 
 /// Stretches of the best cell's history its price chart outlines (two points each).
@@ -147,6 +168,8 @@ struct Trades {
     total: usize,
     /// The price outline.
     prices: Vec<(i64, f64)>,
+    /// The closed trades (orders path).
+    trips: Vec<Trip>,
 }
 
 /// The figures the page explains DSR, PBO and walk-forward with.
@@ -243,6 +266,7 @@ pub fn write(dir: &Path, input: ReportInput<'_>) -> Result<(), SweepError> {
                 fills: t.fills,
                 total,
                 prices: t.prices,
+                trips: t.trips.into_iter().take(MAX_FILLS_SHOWN).collect(),
             }
         }),
         nodes: node_rows(input.nodes),
