@@ -203,12 +203,21 @@ fn trips(data: &ShardData, trades: &[crate::broker::ClosedTrade]) -> Vec<Trip> {
     if trades.is_empty() {
         return Vec::new();
     }
-    let ts: Vec<i64> = data
+    // Where each batch starts among the shard's events, to find an event's batch by search.
+    let starts: Vec<usize> = data
         .batches()
         .iter()
-        .flat_map(|b| b.ts().iter().copied())
+        .scan(0, |next, b| {
+            let start = *next;
+            *next += b.len();
+            Some(start)
+        })
         .collect();
-    let at = |index: u64| usize::try_from(index).ok().and_then(|i| ts.get(i).copied());
+    let at = |index: u64| {
+        let i = usize::try_from(index).ok()?;
+        let batch = starts.partition_point(|&s| s <= i).checked_sub(1)?;
+        data.batches()[batch].ts().get(i - starts[batch]).copied()
+    };
     trades
         .iter()
         .filter_map(|t| {

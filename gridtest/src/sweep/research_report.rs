@@ -169,13 +169,13 @@ impl ResearchReport {
             && dsr_tier(deflated[top].dsr) <= 0.0
         {
             notes.push(format!(
-                "no set's DSR reaches 0.{:0>width$}: the best daily Sharpe ratio, {:.4}, is \
+                "no set's DSR reaches {step:.decimals$}: the best daily Sharpe ratio, {:.4}, is \
                  below {:.4}, the best that {trials} trials without skill are expected to reach, \
                  so DSR cannot tell these sets apart; they rank by Sharpe ratio",
-                1,
                 deflated[top].sharpe,
                 deflation.benchmark,
-                width = usize::try_from(DSR_DECIMALS).unwrap_or(3),
+                step = 10f64.powi(-DSR_DECIMALS),
+                decimals = usize::try_from(DSR_DECIMALS).unwrap_or(3),
             ));
         }
         let best = order
