@@ -13,6 +13,10 @@
 //! CPU has (printed as `event step`); `GRIDTEST_SIMD=baseline|avx2|avx512` lowers them, to
 //! measure each instruction set on one machine.
 //!
+//! `--trades` runs the per-lane grid a second time with every cell's round trips written to
+//! `trades.parquet` (`RunOptions::trades`), checks its cells equal the first run's and prints
+//! the trades and the throughput ratio.
+//!
 //! `--strategy momentum` (long/short ticks, 1 000 sets, on W1) or `--strategy breakout`
 //! (long/short bars, 240 sets, on a synthetic bar dataset generated under
 //! `data/gpu-bench-bars` if absent) run those grids instead, per lane (`Momentum`,
@@ -65,6 +69,9 @@ struct Args {
     /// The workload: the W1 crossover, or the momentum or breakout grid.
     #[arg(long, value_enum, default_value_t = Workload::SmaCrossover)]
     strategy: Workload,
+    /// Also run the per-lane grid writing every cell's trades, and print the ratio.
+    #[arg(long)]
+    trades: bool,
 }
 
 /// One cell of a run: its parameter set, its shard and what it gave.
@@ -208,7 +215,41 @@ fn main() -> anyhow::Result<()> {
         println!("shared = per-lane  {same} cells, every one equal");
         println!("shared / per-lane  {:.2}×", shared / own);
     }
+    if args.trades {
+        compare_with_trades(&data, &args, &opts, &runtime, runs.first())?;
+    }
     println!("peak RSS           {:.1} MiB", peak_rss_mib());
+    Ok(())
+}
+
+/// Runs the per-lane grid with `--trades` and compares it with the run without (`plain`).
+fn compare_with_trades(
+    data: &str,
+    args: &Args,
+    opts: &RunOptions,
+    runtime: &tokio::runtime::Runtime,
+    plain: Option<&(f64, Vec<Cell>)>,
+) -> anyhow::Result<()> {
+    let Some((plain, plain_cells)) = plain else {
+        bail!("--trades compares with the per-lane run: drop --indicators shared");
+    };
+    let with = RunOptions {
+        trades: true,
+        ..opts.clone()
+    };
+    let (traded, cells) = measure(
+        "per-lane indicators, every trade written",
+        args.strategy.sweeps().0,
+        data,
+        args,
+        &with,
+        runtime,
+    )?;
+    if &cells != plain_cells {
+        bail!("the cells with --trades differ from those without");
+    }
+    println!("--trades = without  {} cells, every one equal", cells.len());
+    println!("--trades / without  {:.2}×", traded / plain);
     Ok(())
 }
 
@@ -268,6 +309,15 @@ fn measure(
         t.evaluations_per_second()
     );
     let rows = results.rows()?;
+    let trades = results
+        .output_dir()
+        .join(gridtest::sweep::output::TRADES_PARQUET);
+    if let Ok(file) = std::fs::metadata(&trades) {
+        println!(
+            "trades.parquet     {:.1} MiB",
+            file.len() as f64 / f64::from(1 << 20)
+        );
+    }
     if let Some(path) = &args.reference {
         let reference = Reference::read(path)?;
         let cells: Vec<_> = rows

@@ -8,9 +8,11 @@
 
 use std::process::Command;
 
-use gridtest::broker::{Broker, BrokerModel, ClosedTrade, Order, Size};
+use gridtest::broker::{Broker, BrokerModel, ClosedTrade, ExitReason, Order, Size};
 use gridtest::data::{Shard, ShardData};
-use gridtest::engine::{ProfitFactorBasis, RatioConvention, run_chunk, trace_cell};
+use gridtest::engine::{
+    Keep, ProfitFactorBasis, RatioConvention, Trade, run_chunk, run_chunk_with, trace_cell,
+};
 use gridtest::indicators::Sma;
 use gridtest::metrics::{DrawdownSign, Metrics};
 use gridtest::prelude::*;
@@ -205,6 +207,34 @@ fn assert_same_trades(run: &str, ours: &[ClosedTrade], theirs: &Value) {
     }
 }
 
+/// A cell's round trips as a sweep keeps them (money over the initial cash `cash`) against
+/// backtesting.py's closed trades (its `_trades` lists no trade still open at the end).
+fn assert_same_round_trips(run: &str, ours: &[Trade], theirs: &Value, cash: f64) {
+    assert!(
+        ours.iter().filter(|t| t.is_open()).count() <= 1,
+        "{run}: open trades"
+    );
+    let closed: Vec<ClosedTrade> = ours
+        .iter()
+        .filter(|t| !t.is_open())
+        .map(|t| {
+            assert!(t.entry_time < t.exit_time.unwrap(), "{run}: times of {t:?}");
+            ClosedTrade {
+                size: t.size,
+                entry_index: t.entry_index,
+                exit_index: t.exit_index.unwrap(),
+                entry_price: t.entry_price,
+                exit_price: t.exit_price.unwrap(),
+                pnl: t.pnl * cash,
+                ret: t.ret,
+                fees: t.fees * cash,
+                reason: ExitReason::Order,
+            }
+        })
+        .collect();
+    assert_same_trades(run, &closed, theirs);
+}
+
 /// backtesting.py's statistics of a run against ours, drawdowns shown as `exec` shows them
 /// (backtesting.py's `Max. Drawdown [%]` is negative).
 fn assert_same_stats(run: &str, m: &Metrics, s: &Value, exec: &ExecModel) {
@@ -279,16 +309,25 @@ fn the_orders_path_trades_like_backtesting_py_on_goog() {
     check_run::<SmaCross>("readme SmaCross", &data, &exclusive, &out["readme"]);
     assert_eq!(out["readme"]["trades"].as_array().unwrap().len(), 93);
 
-    // The optimiser grid: every cell's statistics from one chunk, trades cell by cell, and
-    // the same best set by final equity.
+    // The optimiser grid: every cell's statistics from one chunk, trades cell by cell and
+    // every cell's round trips from one chunk (what a sweep with --trades writes), and the
+    // same best set by final equity.
     let grid = out["grid"].as_array().unwrap();
     let sets: Vec<ParamSet> = grid.iter().map(set).collect();
     let cells = run_chunk::<SmaCross>(&data, &sets, &exclusive);
+    let keep = Keep {
+        days: false,
+        trades: true,
+    };
+    let kept = run_chunk_with::<SmaCross>(&data, &sets, &exclusive, keep);
+    assert_eq!(kept.cells, cells, "keeping trades changes no metric");
     let mut best = (f64::NEG_INFINITY, 0);
     for (i, (cell, run)) in cells.iter().zip(grid).enumerate() {
         let m = cell.as_ref().unwrap();
         assert_same_stats(&format!("grid [{}]", sets[i]), m, &run["stats"], &exclusive);
         check_run::<SmaCross>("grid", &data, &exclusive, run);
+        let label = format!("grid [{}], kept", sets[i]);
+        assert_same_round_trips(&label, &kept.trades[i], &run["trades"], 10_000.0);
         if m.total_return > best.0 {
             best = (m.total_return, i);
         }

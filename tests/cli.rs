@@ -439,6 +439,7 @@ fn pandas_and_polars_read_the_same_types_from_the_csv_as_from_the_parquet() {
         "--threads",
         "2",
         "--allow-failed-cells",
+        "--trades",
         "--data",
         &data.display().to_string(),
         "--out",
@@ -471,6 +472,32 @@ fn pandas_and_polars_read_the_same_types_from_the_csv_as_from_the_parquet() {
     assert_eq!(polars["first_date"], "Date");
     assert_eq!(polars["error_kind"], "String");
     assert_eq!(polars["sharpe"], "Float64");
+    // trades.parquet: the grid's typed columns, times in UTC, nulls while open; every row
+    // joins one cell of results.parquet.
+    let trades = &report["trades"];
+    assert_eq!(
+        trades["pandas"], trades["pandas_columns"],
+        "pandas reads every column"
+    );
+    let polars = &trades["polars"];
+    assert_eq!(polars["window"], "Int64");
+    assert_eq!(
+        polars["entry_time"],
+        "Datetime(time_unit='ns', time_zone='UTC')"
+    );
+    assert_eq!(polars["exit_price"], "Float64");
+    assert_eq!(polars["open"], "Boolean");
+    let rows = trades["rows"].as_u64().unwrap();
+    assert!(rows > 100, "{rows} trades");
+    assert_eq!(
+        trades["joined"].as_u64(),
+        Some(rows),
+        "each trade joins its cell"
+    );
+    assert_eq!(
+        trades["closed"], trades["round_trips"],
+        "closed trades are the cells' round trips"
+    );
     assert_eq!(report["spec"]["strategy"], "momentum", "{}", report["spec"]);
     let spec_json: serde_json::Value =
         json(&std::fs::read_to_string(out.join("spec.json")).unwrap());

@@ -33,5 +33,6 @@ mod s3;
 mod shared_series;
 mod streaming;
 mod submit;
+mod trades;
 mod universe;
 mod w1;

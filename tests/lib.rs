@@ -288,6 +288,34 @@ pub fn ledger_cells(results: &Path) -> usize {
         .sum()
 }
 
+/// Copies sweep `id` from the local results root `from` to `to` as a run cut short would have
+/// left it: its spec, its manifest and every other cell of its ledger (from the first when
+/// `first` is true, else from the second). Returns the cells kept.
+///
+/// # Panics
+/// If a file cannot be read or written.
+pub fn copy_with_half_its_ledger(from: &Path, to: &Path, id: &str, first: bool) -> usize {
+    let (from, to) = (from.join("sweeps").join(id), to.join("sweeps").join(id));
+    std::fs::create_dir_all(to.join("ledger")).unwrap();
+    for name in ["spec.json", "manifest.jsonl"] {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+    let mut kept = 0;
+    for segment in std::fs::read_dir(from.join("ledger")).unwrap() {
+        let segment = segment.unwrap().path();
+        let text = std::fs::read_to_string(&segment).unwrap();
+        let half: String = text
+            .lines()
+            .enumerate()
+            .filter(|(i, _)| (i % 2 == 0) == first)
+            .map(|(_, line)| format!("{line}\n"))
+            .collect();
+        kept += half.lines().count();
+        std::fs::write(to.join("ledger").join(segment.file_name().unwrap()), half).unwrap();
+    }
+    kept
+}
+
 /// What a sweep binary's `--status-file` says of the last sweep it finished.
 ///
 /// # Panics

@@ -688,30 +688,14 @@ fn research_statistics_survive_a_resume() {
     let cells = whole.recorded();
 
     // The earlier run: its spec, its manifest and half its ledger.
-    let (from, to) = (
-        root("whole").join("sweeps").join(&id),
-        root("half").join("sweeps").join(&id),
-    );
-    std::fs::create_dir_all(to.join("ledger")).unwrap();
-    for name in ["spec.json", "manifest.jsonl"] {
-        std::fs::copy(from.join(name), to.join(name)).unwrap();
-    }
-    let mut kept = 0;
-    for segment in std::fs::read_dir(from.join("ledger")).unwrap() {
-        let segment = segment.unwrap().path();
-        let text = std::fs::read_to_string(&segment).unwrap();
-        let half: String = text
-            .lines()
-            .enumerate()
-            .filter(|(i, _)| i % 2 == 0)
-            .map(|(_, line)| format!("{line}\n"))
-            .collect();
+    let kept = gridtest_tests::copy_with_half_its_ledger(&root("whole"), &root("half"), &id, true);
+    let ledger = root("half").join("sweeps").join(&id).join("ledger");
+    for segment in std::fs::read_dir(ledger).unwrap() {
+        let text = std::fs::read_to_string(segment.unwrap().path()).unwrap();
         assert!(
-            half.contains("\"day_returns\""),
+            text.contains("\"day_returns\""),
             "cells persist their returns"
         );
-        kept += half.lines().count();
-        std::fs::write(to.join("ledger").join(segment.file_name().unwrap()), half).unwrap();
     }
     assert!(kept > 0 && kept < cells, "{kept} of {cells}");
 

@@ -30,10 +30,12 @@ mod panic_capture;
 mod paths;
 mod quotient;
 mod raw;
+mod recorded;
 mod shared_means;
 mod shared_pool;
 mod simd;
 mod trace;
+mod trades;
 mod universe_kernel;
 mod window;
 
@@ -46,8 +48,10 @@ pub use exec_model::{
 };
 pub use kernel::TILE;
 pub use raw::RawAccount;
+pub use recorded::{Keep, Recorded, run_chunk_with, run_source_with};
 pub use simd::SimdLevel;
 pub use trace::{CellTrace, Fill, Side};
+pub use trades::{Trade, TradeEnd};
 
 use crate::data::{DataError, FeedBatch, ShardData};
 use crate::params::ParamSet;
@@ -138,22 +142,12 @@ pub fn run_chunk_recording<S: Strategy>(
     sets: &[ParamSet],
     exec: &ExecModel,
 ) -> (Vec<CellOutcome>, DayReturns) {
-    let mut batches = data.batches().iter().cloned().map(Ok);
-    let shard = data.shard().id();
-    run_source_recording::<S>(&mut batches, data.kind(), data.n_days(), sets, exec).unwrap_or_else(
-        |e| {
-            let failure = CellFailure::new(FailureKind::Data, format!("shard {shard}: {e}"));
-            let cells = sets.iter().map(|_| Err(failure.clone())).collect();
-            let per_set = sets.iter().map(|_| Vec::new()).collect();
-            (
-                cells,
-                DayReturns {
-                    days: Vec::new(),
-                    per_set,
-                },
-            )
-        },
-    )
+    let days = Keep {
+        days: true,
+        trades: false,
+    };
+    let recorded = run_chunk_with::<S>(data, sets, exec, days);
+    (recorded.cells, recorded.days)
 }
 
 /// Runs one parameter set over `data` with every fill and the equity after every event
@@ -183,35 +177,6 @@ pub fn trace_cell<S: Strategy>(
         .next()
         .expect("one set");
     (outcome, trace)
-}
-
-/// [`run_source`] that also records each cell's return per day (see [`run_chunk_recording`]).
-///
-/// # Errors
-/// As [`run_source`].
-pub fn run_source_recording<S: Strategy>(
-    source: &mut dyn Iterator<Item = Result<FeedBatch, DataError>>,
-    kind: DataKind,
-    n_days: u32,
-    sets: &[ParamSet],
-    exec: &ExecModel,
-) -> Result<(Vec<CellOutcome>, DayReturns), DataError> {
-    let Some(mut kernel) = kernel_for::<S>(kind, sets, exec) else {
-        let cells = kind_mismatch::<S>(kind, sets);
-        let per_set = sets.iter().map(|_| Vec::new()).collect();
-        return Ok((
-            cells,
-            DayReturns {
-                days: Vec::new(),
-                per_set,
-            },
-        ));
-    };
-    kernel = kernel.recording_days();
-    for batch in source {
-        kernel.feed(&batch?);
-    }
-    Ok(kernel.finish_recorded(n_days))
 }
 
 /// Runs each parameter set over the batches `source` yields, in order, with strategy `S`: the

@@ -85,6 +85,9 @@ pub struct RunOptions {
     pub returns: ReturnsOptions,
     /// Prices to cost the sweep with in `cost.json` (`--prices`); without, only what it used.
     pub prices: Option<crate::sweep::Prices>,
+    /// Write every cell's round trips to `trades.parquet` as the cells finish (`--trades`):
+    /// the lanes then run one by one rather than in vector blocks.
+    pub trades: bool,
     /// Where this node's status events go (`--status-file`; nowhere by default).
     pub status: StatusLog,
     /// Stops a running sweep cleanly when cancelled: the ledger flushed, the sweep's lease
@@ -113,6 +116,7 @@ impl Default for RunOptions {
             leaderboard_rows: LeaderboardRows::default(),
             returns: ReturnsOptions::default(),
             prices: None,
+            trades: false,
             status: StatusLog::default(),
             cancel: CancellationToken::new(),
             tail_splitting: true,
@@ -221,6 +225,7 @@ async fn compute(
         load_ms = load.as_millis() as u64,
         "starting compute"
     );
+    spooled::check_trades(&plan, opts, &planned.units)?;
     let resumed = planned.resumed.len();
     let resumed_failed = planned
         .resumed
@@ -232,7 +237,7 @@ async fn compute(
         .with_max_attempts(opts.max_attempts)
         .with_tail_splitting(opts.tail_splitting);
     let ranking = (opts.rank_by, opts.leaderboard_rows);
-    let Spooled { workspace, outputs } = open_spool(&plan, planned.resumed, ranking)?;
+    let Spooled { workspace, outputs } = open_spool(&plan, planned.resumed, ranking, opts.trades)?;
     let outcome = run_actors(&plan, ledger, log, outputs, loader, opts, setup).await?;
     for (name, s) in &outcome.run.nodes {
         tracing::info!(node = %name, units = s.units, cells = s.cells,
@@ -343,6 +348,12 @@ async fn finish(
         ms = started.elapsed().as_millis() as u64,
         "outputs rendered"
     );
+    if let Some(trades) = outcome.trades {
+        let path = out.join(output::TRADES_PARQUET);
+        let written = trades.and_then(|file| file.finish().map_err(|e| e.to_string()));
+        let rows = written.map_err(|why| output_error(&path, why))?;
+        tracing::info!(trades = rows, "trades written");
+    }
     let mut rendered = rendered;
     rendered.leaderboard.drawdown_sign = plan.spec.exec.drawdown_sign;
     let trades = research::trace_best(&plan, &rendered.leaderboard, opts.cache_bytes).await;

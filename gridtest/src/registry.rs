@@ -14,7 +14,7 @@ pub use chain_run::ChainRun;
 pub use code::{CodeMismatch, CodeVersion};
 
 use crate::data::{DataError, FeedBatch, ShardData};
-use crate::engine::{self, CellOutcome, CellTrace, DayReturns, ExecModel};
+use crate::engine::{self, CellOutcome, CellTrace, ExecModel, Keep, Recorded};
 use crate::params::{ParamField, ParamSet, Params};
 use crate::strategy::{DataKind, Feed, MeanKey, RegisteredStrategy, SharedSeries, Strategy};
 
@@ -31,18 +31,18 @@ pub type RunSource = fn(
     &ExecModel,
 ) -> Result<Vec<CellOutcome>, DataError>;
 
-/// [`RunChunk`] that also records each cell's daily returns (see [`engine::run_chunk_recording`]).
-pub type RunChunkRecording =
-    fn(&ShardData, &[ParamSet], &ExecModel) -> (Vec<CellOutcome>, DayReturns);
+/// [`RunChunk`] that keeps each cell's daily returns or round trips (see
+/// [`engine::run_chunk_with`]).
+pub type RunChunkRecording = fn(&ShardData, &[ParamSet], &ExecModel, Keep) -> Recorded;
 
-/// [`RunSource`] that also records each cell's daily returns.
+/// [`RunSource`] that keeps each cell's daily returns or round trips.
 pub type RunSourceRecording = fn(
     &mut dyn Iterator<Item = Result<FeedBatch, DataError>>,
-    DataKind,
-    u32,
+    (DataKind, u32),
     &[ParamSet],
     &ExecModel,
-) -> Result<(Vec<CellOutcome>, DayReturns), DataError>;
+    Keep,
+) -> Result<Recorded, DataError>;
 
 /// Runs one parameter set over a loaded shard with every fill and the equity curve recorded
 /// (see [`engine::trace_cell`]).
@@ -78,9 +78,9 @@ pub struct StrategyEntry {
     pub run: RunChunk,
     /// Its streaming engine entry point.
     pub run_source: RunSource,
-    /// Its engine entry point that records daily returns.
+    /// Its engine entry point that keeps daily returns or round trips.
     pub run_recording: RunChunkRecording,
-    /// Its streaming engine entry point that records daily returns.
+    /// Its streaming engine entry point that keeps daily returns or round trips.
     pub run_source_recording: RunSourceRecording,
     /// Its engine entry point that traces one cell's fills and equity.
     pub trace: TraceCell,
@@ -138,8 +138,8 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         schema: <<S as Strategy>::Params as Params>::schema,
         run: engine::run_chunk::<S>,
         run_source: engine::run_source::<S>,
-        run_recording: engine::run_chunk_recording::<S>,
-        run_source_recording: engine::run_source_recording::<S>,
+        run_recording: engine::run_chunk_with::<S>,
+        run_source_recording: engine::run_source_with::<S>,
         trace: engine::trace_cell::<S>,
         carry: S::CARRY,
         chain: chain_run::start_chain::<S>,

@@ -100,8 +100,9 @@ pub fn run(sweep: Sweep, args: &RunArgs) -> Result<Option<SweepReport>> {
     } else {
         None
     };
+    check_trades_flag(args)?;
     if let Some(sweep_id) = &args.replay {
-        if args.trades.is_some() || args.equity.is_some() {
+        if matches!(args.trades, Some(Some(_))) || args.equity.is_some() {
             runtime.block_on(cell_trace::write(sweep_id, args, &opts))?;
         } else {
             runtime.block_on(cell_trace::replay(sweep_id, args, &opts))?;
@@ -384,4 +385,23 @@ fn outcome(report: SweepReport, allow_failed_cells: bool) -> Result<SweepReport>
         });
     }
     Ok(report)
+}
+
+/// `--trades` alone belongs to a sweep (every cell's round trips), `--trades FILE` to a
+/// replayed cell (its fills).
+fn check_trades_flag(args: &RunArgs) -> Result<()> {
+    let problem = match (&args.replay, &args.trades) {
+        (None, Some(Some(file))) => format!(
+            "--trades {}: a file takes one cell's fills (--replay ID --cell SET@SYMBOL --trades \
+             FILE); a sweep writes every cell's round trips to trades.parquet with --trades alone",
+            file.display()
+        ),
+        (Some(_), Some(None)) => "--trades with --replay needs --cell SET@SYMBOL and a FILE for \
+             the cell's fills"
+            .to_owned(),
+        _ => return Ok(()),
+    };
+    Err(Error::Config {
+        problems: vec![problem],
+    })
 }

@@ -1,5 +1,7 @@
 """Reads a sweep's results.csv and results.parquet with pandas and with Polars and prints, as
-JSON, each reader's column types for both files, plus the spec from the Parquet metadata.
+JSON, each reader's column types for both files, plus the spec from the Parquet metadata; and,
+when the sweep wrote trades.parquet, its column types, its rows, how many join a cell of
+results.parquet, its closed trades and the cells' round trips.
 
     output_types.py OUT_DIR
 
@@ -24,6 +26,24 @@ polars_csv = pl.read_csv(csv, try_parse_dates=True)
 polars_parquet = pl.read_parquet(parquet)
 metadata = pq.read_metadata(parquet).metadata or {}
 spec = metadata.get(b"gridtest.spec")
+trades = None
+if (out / "trades.parquet").exists():
+    polars_trades = pl.read_parquet(out / "trades.parquet")
+    pandas_trades = pd.read_parquet(out / "trades.parquet")
+    joined = polars_trades.join(
+        polars_parquet.select(["param_set_id", "shard", "round_trips"]),
+        on=["param_set_id", "shard"],
+        how="inner",
+    )
+    trades = {
+        "polars": {c: str(t) for c, t in polars_trades.schema.items()},
+        "pandas": sorted(pandas_trades.columns),
+        "pandas_columns": sorted(polars_trades.columns),
+        "rows": polars_trades.height,
+        "joined": joined.height,
+        "closed": int((~polars_trades["open"]).sum()),
+        "round_trips": int(polars_parquet["round_trips"].fill_null(0).sum()),
+    }
 print(
     json.dumps(
         {
@@ -36,6 +56,7 @@ print(
                 "parquet": {c: str(t) for c, t in polars_parquet.schema.items()},
             },
             "rows": len(pandas_csv),
+            "trades": trades,
             "spec": json.loads(spec) if spec else None,
         }
     )

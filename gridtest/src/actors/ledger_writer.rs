@@ -18,7 +18,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::persist::{LedgerLog, PersistError};
 use crate::progress::ProgressFeed;
-use crate::sweep::output::OrderedRender;
+use crate::sweep::output::{OrderedRender, TradesFile};
 use crate::sweep::{CellSpool, FinalCell, ReturnsBook, Spool, WorkUnit};
 
 /// Messages of the [`LedgerWriter`].
@@ -61,6 +61,8 @@ pub struct WriterOutcome {
     pub render: Option<OrderedRender>,
     /// The sets' daily returns, when the sweep records them.
     pub returns: Option<ReturnsBook>,
+    /// The cells' trades as far as written, or why they could not be (`--trades`).
+    pub trades: Option<Result<TradesFile, String>>,
 }
 
 impl WriterOutcome {
@@ -72,6 +74,7 @@ impl WriterOutcome {
             persist_failure: Some(why.to_owned()),
             render: None,
             returns: None,
+            trades: None,
         }
     }
 }
@@ -91,6 +94,7 @@ pub struct LedgerWriterState {
     scheduled: bool,
     render: Option<OrderedRender>,
     returns: Option<ReturnsBook>,
+    trades: Option<Result<TradesFile, String>>,
     progress: ProgressFeed,
 }
 
@@ -122,6 +126,9 @@ pub struct LedgerWriterArgs {
     pub render: Option<OrderedRender>,
     /// The sets' daily returns, summed as cells become final, when the sweep records them.
     pub returns: Option<ReturnsBook>,
+    /// Where the cells' trades are written as they become final (`--trades`; resumed cells
+    /// written already).
+    pub trades: Option<TradesFile>,
     /// Where each flush's duration is counted (`/metrics`).
     pub progress: ProgressFeed,
 }
@@ -143,6 +150,12 @@ impl LedgerWriterState {
             }
             if let Some(book) = &mut self.returns {
                 book.offer(cell);
+            }
+            if let Some(Ok(file)) = &mut self.trades
+                && let Err(e) = file.push(cell)
+            {
+                tracing::error!(error = %e, "could not write the cells' trades");
+                self.trades = Some(Err(e.to_string()));
             }
         }
     }
@@ -173,6 +186,7 @@ impl Actor for LedgerWriter {
             scheduled: false,
             render: args.render,
             returns: args.returns,
+            trades: args.trades.map(Ok),
             progress: args.progress,
         })
     }
@@ -232,6 +246,7 @@ impl Actor for LedgerWriter {
                     persist_failure,
                     render: state.render.take(),
                     returns: state.returns.take(),
+                    trades: state.trades.take(),
                 });
                 myself.stop(Some("sweep complete".to_owned()));
             }

@@ -65,6 +65,9 @@ pub struct SweepContext {
     /// Record each cell's return per day ([`crate::engine::DayReturns`]) with its metrics.
     #[serde(default)]
     pub record_days: bool,
+    /// Record each cell's round trips ([`crate::engine::Trade`]) with its metrics (`--trades`).
+    #[serde(default)]
+    pub record_trades: bool,
     /// The code the results must come from; a scorer running other code refuses the units.
     /// (Absent from an older head's context: refused too, since it cannot be checked.)
     #[serde(default)]
@@ -84,6 +87,7 @@ impl From<&SweepSpec> for SweepContext {
             // out of every lease.
             grid: spec.grid.without_kept(),
             record_days: false,
+            record_trades: false,
             code: Some(spec.code()),
         }
     }

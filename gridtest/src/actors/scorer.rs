@@ -35,8 +35,8 @@ use crate::actors::messages::{
 };
 use crate::actors::wire::Wire;
 use crate::data::{DataError, Dataset, ShardInfo, ShardReader};
-use crate::engine::ExecModel;
-use crate::params::ParamSet;
+use crate::engine::{ExecModel, Keep, Recorded, Trade};
+use crate::params::{ParamSet, ParamSetId, SetPlace};
 use crate::registry::{StrategyEntry, find_strategy};
 use crate::sweep::{CellFailure, CellOutcome, FailureKind, SetResult, WorkerId};
 
@@ -285,7 +285,10 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
         Dataset::try_new(&context.dataset, context.kind),
     ) {
         (Ok(strategy), Ok(dataset)) => {
-            let record = context.record_days;
+            let record = Keep {
+                days: context.record_days,
+                trades: context.record_trades,
+            };
             let exec = context.exec.clone();
             let request = ShardRequest {
                 dataset,
@@ -309,25 +312,13 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
         ),
     };
     let busy_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut outcomes = results.map(|(all, days)| {
-        let days = days.into_iter().chain(std::iter::repeat_with(Vec::new));
-        places.into_iter().zip(ids).zip(all).zip(days)
-    });
+    let mut outcomes = results.map(|cells| set_results(places, ids, cells).into_iter());
     leases
         .into_iter()
         .map(|Leased { context, unit }| {
             let n = unit.sets.len();
             let results = match &mut outcomes {
-                Ok(all) => Ok(all
-                    .by_ref()
-                    .take(n)
-                    .map(|(((place, param_set), outcome), day_returns)| SetResult {
-                        place,
-                        param_set,
-                        outcome,
-                        day_returns,
-                    })
-                    .collect()),
+                Ok(all) => Ok(all.by_ref().take(n).collect()),
                 Err(failure) => Err(failure.clone()),
             };
             UnitReport {
@@ -346,21 +337,52 @@ async fn run_together(args: &ScorerArgs, leases: Vec<Leased>) -> Vec<UnitReport>
         .collect()
 }
 
-/// A unit's outcomes, and each cell's daily returns when recorded (empty otherwise).
-type UnitCells = (Vec<CellOutcome>, Vec<Vec<f64>>);
+/// A unit's outcomes, each cell's daily returns and its round trips when recorded (empty
+/// otherwise).
+type UnitCells = (Vec<CellOutcome>, Vec<Vec<f64>>, Vec<Vec<Trade>>);
+
+/// The cells of the sets at `places` (ids `ids`) as the ledger takes them.
+fn set_results(
+    places: Vec<SetPlace>,
+    ids: Vec<ParamSetId>,
+    (outcomes, days, trades): UnitCells,
+) -> Vec<SetResult> {
+    let days = days.into_iter().chain(std::iter::repeat_with(Vec::new));
+    let trades = trades.into_iter().chain(std::iter::repeat_with(Vec::new));
+    places
+        .into_iter()
+        .zip(ids)
+        .zip(outcomes)
+        .zip(days.zip(trades))
+        .map(
+            |(((place, param_set), outcome), (day_returns, trades))| SetResult {
+                place,
+                param_set,
+                outcome,
+                day_returns,
+                trades,
+            },
+        )
+        .collect()
+}
+
+fn unit_cells(recorded: Recorded) -> UnitCells {
+    (recorded.cells, recorded.days.per_set, recorded.trades)
+}
 
 /// Runs one unit; returns its outcomes (or one failure for all its cells), the rows replayed,
 /// and, when the failure is this node's view of the data rather than the data, what it saw.
-/// With `record`, the CPU engine records each cell's daily returns (the device kernels do not
-/// record them, so a unit that must record runs on the CPU engine).
+/// What `record` asks for (each cell's daily returns, its round trips) only the CPU engine
+/// keeps, so a unit that must record runs there.
 async fn run_unit(
     args: &ScorerArgs,
     strategy: StrategyEntry,
     request: ShardRequest,
     sets: Vec<ParamSet>,
     exec: ExecModel,
-    record: bool,
+    record: Keep,
 ) -> (Result<UnitCells, CellFailure>, u64, Option<NodeDataFault>) {
+    let recording = record.days || record.trades;
     let handle = match get_shard(args, request).await {
         Ok(handle) => handle,
         Err((failure, fault)) => return (Err(failure), 0, fault),
@@ -371,23 +393,22 @@ async fn run_unit(
             let backend = args
                 .backend
                 .clone()
-                .filter(|b| !record && exec.runs_on_devices() && b.supports(&strategy));
+                .filter(|b| !recording && exec.runs_on_devices() && b.supports(&strategy));
             let joined = tokio::task::spawn_blocking(move || match backend {
-                _ if record => {
-                    let (cells, days) = (strategy.run_recording)(&data, &sets, &exec);
-                    Ok((cells, days.per_set))
-                }
+                _ if recording => Ok(unit_cells((strategy.run_recording)(
+                    &data, &sets, &exec, record,
+                ))),
                 Some(b) => b
                     .run(&strategy, &data, &sets, &exec)
-                    .map(|c| (c, Vec::new()))
+                    .map(|c| (c, Vec::new(), Vec::new()))
                     .or_else(|e| {
                         // The device failed the whole chunk (driver, compiler, memory): the CPU
                         // engine computes the same cells, so the unit is not lost to it.
                         tracing::warn!(slot = %b.slot(), shard = %data.shard(), error = %e,
                         "backend failed a unit; running it on the CPU engine");
-                        Ok(((strategy.run)(&data, &sets, &exec), Vec::new()))
+                        Ok(((strategy.run)(&data, &sets, &exec), Vec::new(), Vec::new()))
                     }),
-                None => Ok(((strategy.run)(&data, &sets, &exec), Vec::new())),
+                None => Ok(((strategy.run)(&data, &sets, &exec), Vec::new(), Vec::new())),
             })
             .await;
             (joined.map_err(crash).and_then(|r| r), rows, None)
@@ -446,7 +467,7 @@ async fn stream_unit(
     info: Arc<ShardInfo>,
     sets: Vec<ParamSet>,
     exec: ExecModel,
-    record: bool,
+    record: Keep,
 ) -> Result<UnitCells, CellFailure> {
     let data_failure =
         |e: crate::data::DataError| CellFailure::new(FailureKind::Data, e.to_string());
@@ -455,11 +476,12 @@ async fn stream_unit(
     let rt = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut batches = std::iter::from_fn(|| rt.block_on(stream.next_batch()));
-        if record {
-            (strategy.run_source_recording)(&mut batches, kind, n_days, &sets, &exec)
-                .map(|(cells, days)| (cells, days.per_set))
+        if record.days || record.trades {
+            (strategy.run_source_recording)(&mut batches, (kind, n_days), &sets, &exec, record)
+                .map(unit_cells)
         } else {
-            (strategy.run_source)(&mut batches, kind, n_days, &sets, &exec).map(|c| (c, Vec::new()))
+            (strategy.run_source)(&mut batches, kind, n_days, &sets, &exec)
+                .map(|c| (c, Vec::new(), Vec::new()))
         }
     })
     .await

@@ -36,7 +36,7 @@ use crate::data::{ListedFile, ShardId};
 use crate::persist::LedgerLog;
 use crate::progress::{ProgressFeed, SweepProgress};
 use crate::status::StatusLog;
-use crate::sweep::output::OrderedRender;
+use crate::sweep::output::{OrderedRender, TradesFile};
 use crate::sweep::{CellSpool, Fleet, FleetRules, Ledger, ReturnsBook, RunInfo, Spool};
 
 /// How long the end of a sweep waits for the ledger writer's last flush (a remote store
@@ -85,6 +85,8 @@ pub struct SupervisorOutcome {
     pub final_cells: (usize, usize),
     /// The sets' daily returns, when the sweep records them.
     pub returns: Option<ReturnsBook>,
+    /// The cells' trades as far as written, or why they could not be (`--trades`).
+    pub trades: Option<Result<TradesFile, String>>,
     /// Bytes the other processes of the sweep read from its dataset while it ran (this
     /// process counts its own).
     pub remote_bytes_read: u64,
@@ -132,6 +134,8 @@ pub struct SupervisorArgs {
     pub render: Option<OrderedRender>,
     /// Where the sets' daily returns are summed, when the sweep records them.
     pub returns: Option<ReturnsBook>,
+    /// Where the cells' trades are written (`--trades`; resumed cells written already).
+    pub trades: Option<TradesFile>,
     /// Timing.
     pub timing: SupervisorTiming,
     /// Where the outcome goes.
@@ -204,6 +208,7 @@ impl Supervisor {
                 cancelled,
                 final_cells: (ledger.recorded(), ledger.expected()),
                 returns: written.returns,
+                trades: written.trades,
                 remote_bytes_read: state
                     .fleet
                     .bytes_read_except(crate::data::ProcessReads::now().process),
@@ -280,6 +285,7 @@ impl Actor for Supervisor {
                 every: args.timing.heartbeat / 2,
                 render: args.render,
                 returns: args.returns,
+                trades: args.trades,
                 progress: args.progress.clone(),
             },
             myself.get_cell(),

@@ -156,6 +156,19 @@ impl Broker {
         self.stats
     }
 
+    /// The open trades as `(signed units, entry index, entry price, entry fee still owed)`.
+    pub(crate) fn open_trade_entries(&self) -> impl Iterator<Item = (f64, u64, f64, f64)> + '_ {
+        self.trades
+            .iter()
+            .map(|t| (t.size, t.entry_index, t.entry_price, t.entry_fee))
+    }
+
+    /// The last close, the initial cash and the contract multiplier: what values the open
+    /// trades.
+    pub(crate) fn valuation(&self) -> (f64, f64, f64) {
+        (self.mark, self.model.initial_cash, self.model.multiplier)
+    }
+
     /// The closed trades recorded (empty unless recording).
     pub(crate) fn take_record(&mut self) -> Vec<super::ClosedTrade> {
         self.record.as_mut().map(std::mem::take).unwrap_or_default()

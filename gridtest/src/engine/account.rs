@@ -285,6 +285,12 @@ impl Account {
         (self.weight, self.held)
     }
 
+    /// What the current round trip is measured from: the equity before the fee of the fill
+    /// that opened it (after a closing fill, the equity after it).
+    pub(super) fn entry_equity(&self) -> f64 {
+        self.entry_equity
+    }
+
     /// The lane's accumulators.
     pub(crate) fn raw(&self) -> RawAccount {
         RawAccount {

@@ -9,11 +9,12 @@ use super::block::{BLOCK, Block, CHUNK, Decide, Targets};
 use super::day_returns::DayReturns;
 use super::exec_model::{ExecModel, RatioConvention};
 use super::finish::{Conventions, Outcomes};
-use super::lane_loop::{run_segment, run_traced};
+use super::lane_loop::{run_segment, run_watched};
 use super::panic_capture;
 use super::shared_pool::{SharedPool, Slots, build_lanes};
 use super::simd::{self, SimdLevel};
 use super::trace::CellTrace;
+use super::trades::{TargetTrades, Trade};
 use super::window::{Window, tile_end};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
@@ -101,6 +102,8 @@ pub(crate) struct Kernel<S: Strategy> {
     days: Vec<i64>,
     /// The fills and equity of the (single) lane, when tracing it.
     trace: Option<CellTrace>,
+    /// Every lane's round trips, when logging them (lane by lane, like a trace).
+    trades: Option<Vec<TargetTrades>>,
     /// Lanes stepped together (strategies that do not read their account), with the vector
     /// instructions of `simd`; `live` lists the live lanes of the tile.
     block: Box<Block>,
@@ -138,6 +141,7 @@ impl<S: Strategy> Kernel<S> {
             record_days: exec.ratios == RatioConvention::Geometric,
             days: Vec::new(),
             trace: None,
+            trades: None,
             block: Box::default(),
             simd,
             live: Vec::new(),
@@ -163,6 +167,28 @@ impl<S: Strategy> Kernel<S> {
     /// The trace recorded (empty when not tracing).
     pub(crate) fn take_trace(&mut self) -> CellTrace {
         self.trace.take().unwrap_or_default()
+    }
+
+    /// Books every lane's round trips (see [`Kernel::take_trades`]).
+    pub(crate) fn logging_trades(mut self) -> Self {
+        self.trades = Some(vec![TargetTrades::default(); self.lanes.len()]);
+        self
+    }
+
+    /// Every lane's round trips so far, the open one marked at the lane's equity now (empty
+    /// lists when not logging; a failed lane's are dropped).
+    pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {
+        let Some(books) = self.trades.take() else {
+            return vec![Vec::new(); self.lanes.len()];
+        };
+        self.lanes
+            .iter()
+            .zip(books)
+            .map(|(lane, book)| match lane {
+                Lane::Live { account, .. } => book.finish(account.equity()),
+                Lane::Failed(_) => Vec::new(),
+            })
+            .collect()
     }
 
     /// Records each lane's equity at the close of every day (see [`DayReturns`]).
@@ -192,7 +218,7 @@ impl<S: Strategy> Kernel<S> {
         let n = self.window.len;
         let periods = if seen == 0 { n - 1 } else { n };
         self.pool.fill(&self.window, seen);
-        if !S::ACCOUNT && self.trace.is_none() {
+        if !S::ACCOUNT && self.trace.is_none() && self.trades.is_none() {
             self.run_tile_in_blocks();
         } else {
             self.run_tile_lane_by_lane();
@@ -335,7 +361,8 @@ impl<S: Strategy> Kernel<S> {
         let (cost, max_leverage) = (self.cost, self.max_leverage);
         let (window, pool) = (&self.window, &self.pool);
         let trace = &mut self.trace;
-        for lane in &mut self.lanes {
+        let mut books = self.trades.as_deref_mut();
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
             let Lane::Live {
                 strategy,
                 account,
@@ -345,6 +372,7 @@ impl<S: Strategy> Kernel<S> {
             else {
                 continue;
             };
+            let mut book = books.as_deref_mut().map(|b| &mut b[i]);
             if let Some(failure) = pool.failure(slots) {
                 *lane = Lane::Failed(failure);
                 continue;
@@ -353,24 +381,24 @@ impl<S: Strategy> Kernel<S> {
                 let cursor = window.lane_cursor(seen, pool, slots);
                 if let Some(trace) = trace.as_mut() {
                     let costs = (cost, max_leverage);
-                    return run_traced(strategy, account, window, cursor, costs, trace);
+                    return run_watched(strategy, account, window, cursor, 0..n, costs, trace);
                 }
+                let mut run = |account: &mut Account, range: std::ops::Range<usize>| match book {
+                    Some(ref mut book) => {
+                        let costs = (cost, max_leverage);
+                        run_watched(strategy, account, window, cursor, range, costs, *book);
+                    }
+                    None => {
+                        run_segment(strategy, account, window, cursor, range, cost, max_leverage)
+                    }
+                };
                 let mut from = 0;
                 for &day_start in &window.day_starts {
-                    let range = from..day_start;
-                    run_segment(strategy, account, window, cursor, range, cost, max_leverage);
+                    run(account, from..day_start);
                     closes.push(account.equity());
                     from = day_start;
                 }
-                run_segment(
-                    strategy,
-                    account,
-                    window,
-                    cursor,
-                    from..n,
-                    cost,
-                    max_leverage,
-                );
+                run(account, from..n);
             });
             match ran {
                 Ok(()) => {}

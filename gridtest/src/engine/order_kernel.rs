@@ -11,6 +11,7 @@ use super::order_account::OrderAccount;
 use super::panic_capture;
 use super::shared_pool::{PoolState, SharedPool, Slots, build_lanes};
 use super::trace::CellTrace;
+use super::trades::{OrderTrades, Trade};
 use super::window::{Window, WindowState, tile_end};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
@@ -38,6 +39,8 @@ pub(crate) struct OrderKernel<S: Strategy> {
     record_days: bool,
     days: Vec<i64>,
     trace: Option<CellTrace>,
+    /// When each lane's broker filled, when logging every lane's trades.
+    trades: Option<Vec<OrderTrades>>,
 }
 
 impl<S: Strategy> OrderKernel<S> {
@@ -63,6 +66,7 @@ impl<S: Strategy> OrderKernel<S> {
             record_days: false,
             days: Vec::new(),
             trace: None,
+            trades: None,
         }
     }
 
@@ -84,6 +88,38 @@ impl<S: Strategy> OrderKernel<S> {
             trace.trades = account.broker.take_record();
         }
         trace
+    }
+
+    /// Keeps every lane's closed trades and the times of its fills (see
+    /// [`OrderKernel::take_trades`]).
+    pub(crate) fn logging_trades(mut self) -> Self {
+        for lane in &mut self.lanes {
+            if let Lane::Live { account, .. } = lane {
+                account.broker = account.broker.clone().recording();
+            }
+        }
+        self.trades = Some(vec![OrderTrades::default(); self.lanes.len()]);
+        self
+    }
+
+    /// Every lane's trades so far, closed and open (empty lists when not logging; a failed
+    /// lane's are dropped).
+    pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {
+        let Some(times) = self.trades.take() else {
+            return vec![Vec::new(); self.lanes.len()];
+        };
+        self.lanes
+            .iter_mut()
+            .zip(times)
+            .map(|(lane, times)| match lane {
+                Lane::Live { account, .. } => {
+                    let closed = account.broker.take_record();
+                    let broker = &account.broker;
+                    times.finish(&closed, broker.open_trade_entries(), broker.valuation())
+                }
+                Lane::Failed(_) => Vec::new(),
+            })
+            .collect()
     }
 
     /// Records each lane's return per day (see [`DayReturns`]).
@@ -111,7 +147,8 @@ impl<S: Strategy> OrderKernel<S> {
         self.pool.fill(&self.window, seen);
         let (window, pool) = (&self.window, &self.pool);
         let trace = &mut self.trace;
-        for lane in &mut self.lanes {
+        let mut logs = self.trades.as_deref_mut();
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
             let Lane::Live {
                 strategy,
                 account,
@@ -120,13 +157,14 @@ impl<S: Strategy> OrderKernel<S> {
             else {
                 continue;
             };
+            let log = logs.as_deref_mut().map(|l| &mut l[i]);
             if let Some(failure) = pool.failure(slots) {
                 *lane = Lane::Failed(failure);
                 continue;
             }
             let ran = panic_capture::catch(|| {
                 let cursor = window.lane_cursor(seen, pool, slots);
-                run_lane(strategy, account, window, cursor, trace);
+                run_lane(strategy, account, window, cursor, (trace, log));
             });
             if let Err(msg) = ran {
                 *lane = Lane::Failed(CellFailure::new(
@@ -261,7 +299,7 @@ fn run_lane<S: Strategy>(
     account: &mut OrderAccount,
     window: &Window,
     mut cursor: Cursor<'_, S::Feed>,
-    trace: &mut Option<CellTrace>,
+    (trace, mut log): (&mut Option<CellTrace>, Option<&mut OrderTrades>),
 ) {
     let seen = cursor.index();
     let l = window.lookback;
@@ -277,6 +315,9 @@ fn run_lane<S: Strategy>(
         let index = seen + (j - l) as u64;
         let bar = [open[j], high[j], low[j], close[j]];
         account.step(bar, index, ts);
+        if let Some(log) = log.as_deref_mut() {
+            log.after_event(account.broker.fills(), index, ts);
+        }
         if let Some(trace) = trace.as_mut() {
             trace.equity.push((ts, account.equity()));
         }

@@ -7,6 +7,7 @@ use super::exec_model::ExecModel;
 use super::kernel::{Kernel, KernelState};
 use super::order_kernel::{OrderKernel, OrderKernelState};
 use super::trace::CellTrace;
+use super::trades::Trade;
 use super::universe_kernel::{UniverseKernel, UniverseState};
 use super::{CellFailure, CellOutcome, FailureKind};
 use crate::data::FeedBatch;
@@ -88,6 +89,27 @@ impl<S: Strategy> AnyKernel<S> {
             Path::Universe(k) => Path::Universe(k.recording_days()),
         };
         Self { path, ..self }
+    }
+
+    /// Logs every lane's round trips (the single-symbol paths; a universe's lanes log none,
+    /// which the sweep refuses before it starts).
+    pub(crate) fn logging_trades(self) -> Self {
+        let path = match self.path {
+            Path::Targets(k) => Path::Targets(k.logging_trades()),
+            Path::Orders(k) => Path::Orders(k.logging_trades()),
+            Path::Universe(k) => Path::Universe(k),
+        };
+        Self { path, ..self }
+    }
+
+    /// Every lane's round trips so far (see [`AnyKernel::logging_trades`]).
+    pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {
+        match &mut self.path {
+            _ if self.refused.is_some() => vec![Vec::new(); self.sets],
+            Path::Targets(k) => k.take_trades(),
+            Path::Orders(k) => k.take_trades(),
+            Path::Universe(_) => vec![Vec::new(); self.sets],
+        }
     }
 
     pub(crate) fn take_trace(&mut self) -> CellTrace {

@@ -91,11 +91,10 @@ impl CellTrace {
 pub(super) struct Before {
     pub(super) equity: f64,
     pub(super) weight: f64,
-    pub(super) held: f64,
 }
 
 /// The fill of event `index` (fill price `price`, price ratio to the previous mark `g_fill`),
-/// which moved the target from `before.held` to `target`.
+/// which moved the target to `target`.
 pub(super) fn fill(
     before: Before,
     (index, ts, price, g_fill): (u64, i64, f64, f64),

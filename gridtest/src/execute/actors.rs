@@ -50,6 +50,7 @@ pub(super) async fn run_actors(
     let scope = setup.scope();
     let context = SweepContext {
         record_days: returns.is_some(),
+        record_trades: opts.trades,
         ..SweepContext::from(&plan.spec)
     };
     let (supervisor, supervisor_task) = Actor::spawn(
@@ -63,6 +64,7 @@ pub(super) async fn run_actors(
             spool: outputs.spool,
             render: Some(outputs.render),
             returns,
+            trades: outputs.trades,
             timing: setup.timing,
             done: done_tx,
             wait_for_nodes: opts.wait_for_nodes,

@@ -144,12 +144,14 @@ async fn run_rung(
 }
 
 /// Every rung but the last, and the last too when it ranks by DSR, records no daily returns:
-/// the research report is the last rung's, on the whole history.
+/// the research report is the last rung's, on the whole history. Only the last rung writes
+/// trades.
 fn rung_options(opts: &RunOptions, last: bool) -> RunOptions {
     let mut rung = opts.clone();
     if !last {
         // The next rung's sets are read from this rung's ranking of every set.
         rung.leaderboard_rows = crate::sweep::LeaderboardRows::All;
+        rung.trades = false;
     }
     if !last && opts.rank_by != RankMetric::Dsr {
         rung.returns.record = super::Recording::Never;

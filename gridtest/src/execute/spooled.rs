@@ -1,9 +1,10 @@
 //! The sweep's private folder: the spool of final cells and the outputs rendered from it.
 
-use super::{Plan, output_error};
-use crate::error::Result;
+use super::{Plan, RunOptions, output_error};
+use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
-use crate::sweep::{CellSpool, FinalCell, LeaderboardRows, output, output::OrderedRender};
+use crate::sweep::output::{OrderedRender, TradesFile};
+use crate::sweep::{CellSpool, FinalCell, LeaderboardRows, WorkUnit, output};
 
 /// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
 /// from the persisted ledger already in it (kept for the returns book, which opens later).
@@ -11,6 +12,7 @@ pub(super) fn open_spool(
     plan: &Plan,
     resumed: Vec<FinalCell>,
     (metric, leaderboard_rows): (RankMetric, LeaderboardRows),
+    trades: bool,
 ) -> Result<Spooled> {
     let workspace = tempfile::Builder::new()
         .prefix("gridtest-sweep-")
@@ -25,10 +27,26 @@ pub(super) fn open_spool(
         spec_json: Some(&spec_json),
         leaderboard_rows,
     };
-    let mut render = OrderedRender::start(&subject, &workspace.path().join("out"))?;
+    let out = workspace.path().join("out");
+    let mut render = OrderedRender::start(&subject, &out)?;
+    let mut trades = trades
+        .then(|| TradesFile::create(&out, &plan.spec.grid, &plan.spec.shards))
+        .transpose()?;
+    let mut untraded = 0usize;
     for cell in &resumed {
         spool.push(cell)?;
         render.offer(cell);
+        if let Some(file) = &mut trades {
+            file.push(cell)?;
+            untraded += usize::from(cell.trades.is_empty() && cell.outcome.is_ok());
+        }
+    }
+    if untraded > 0 {
+        tracing::warn!(
+            cells = untraded,
+            "resumed cells recorded without their trades \
+            (an earlier run without --trades, or with no trade): trades.parquet lists none for them"
+        );
     }
     Ok(Spooled {
         workspace,
@@ -36,6 +54,7 @@ pub(super) fn open_spool(
             spool,
             render,
             resumed,
+            trades,
         },
     })
 }
@@ -56,4 +75,33 @@ pub(super) struct Outputs {
     pub(super) render: OrderedRender,
     /// The cells resumed from the persisted ledger, already in the spool and the outputs.
     pub(super) resumed: Vec<FinalCell>,
+    /// Where the cells' trades go (`--trades`), those resumed written already.
+    pub(super) trades: Option<TradesFile>,
+}
+
+/// Refuses `--trades` where the engine cannot keep them: a universe strategy, or histories
+/// read slice by slice (larger than the shard cache).
+pub(super) fn check_trades(plan: &Plan, opts: &RunOptions, units: &[WorkUnit]) -> Result<()> {
+    if !opts.trades {
+        return Ok(());
+    }
+    let problem = if plan.strategy.universe {
+        format!(
+            "--trades: strategy {} trades a universe, whose round trips are not kept yet; \
+             sweep without --trades, or trace one cell with --replay <id> --cell <set>@<universe> --trades FILE",
+            plan.strategy.name
+        )
+    } else if let Some(unit) = units.iter().find(|u| u.chain.is_some()) {
+        format!(
+            "--trades: the history of {} is larger than the shard cache and is read slice by \
+             slice, across which round trips are not kept yet; raise --cache-mb above its size \
+             in memory or sweep without --trades",
+            unit.shard
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::Config {
+        problems: vec![problem],
+    })
 }

@@ -206,17 +206,8 @@ pub(super) fn plan_units(
                     };
                     let recorded = done.remove(&key);
                     let final_already = recorded.is_some();
-                    if let Some(RecordedCell {
-                        outcome,
-                        day_returns,
-                    }) = recorded
-                    {
-                        resumed.push(FinalCell {
-                            key,
-                            place: SetPlace { index, position },
-                            outcome,
-                            day_returns,
-                        });
+                    if let Some(cell) = recorded {
+                        resumed.push(cell.into_final(key, SetPlace { index, position }));
                     }
                     (position, final_already)
                 },

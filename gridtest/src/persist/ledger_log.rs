@@ -14,6 +14,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use super::{ChainLog, FileManifest, PersistError};
+use crate::engine::Trade;
 use crate::params::SetPlace;
 use crate::storage::Location;
 use crate::sweep::{CellKey, CellOutcome, FinalCell, SweepId};
@@ -32,15 +33,36 @@ pub struct LogRecord {
     /// statistics cover the cells of its earlier runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub day_returns: Vec<f64>,
+    /// Its round trips, when the sweep writes them (`--trades`: a resumed sweep's
+    /// `trades.parquet` lists the cells of its earlier runs too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trades: Vec<Trade>,
 }
 
-/// A cell read back from the log: its outcome and its daily returns (empty when not recorded).
+/// A cell read back from the log: its outcome, its daily returns and its trades (each empty
+/// when not recorded).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedCell {
     /// Its final outcome.
     pub outcome: CellOutcome,
     /// Its return per day of its shard with data, when recorded.
     pub day_returns: Vec<f64>,
+    /// Its round trips, when recorded.
+    pub trades: Vec<Trade>,
+}
+
+impl RecordedCell {
+    /// The cell `key`, of the set at `place`, final as recorded.
+    #[must_use]
+    pub fn into_final(self, key: CellKey, place: SetPlace) -> FinalCell {
+        FinalCell {
+            key,
+            place,
+            outcome: self.outcome,
+            day_returns: self.day_returns,
+            trades: self.trades,
+        }
+    }
 }
 
 /// The persisted ledger of one sweep.
@@ -145,6 +167,7 @@ impl LedgerLog {
             outcome: cell.outcome.clone(),
             place: Some(cell.place),
             day_returns: cell.day_returns.clone(),
+            trades: cell.trades.clone(),
         };
         serde_json::to_writer(&mut self.buffer, &rec).expect("records serialise");
         self.buffer.push(b'\n');
@@ -226,6 +249,7 @@ async fn read_segments(
             done.entry(rec.key).or_insert(RecordedCell {
                 outcome: rec.outcome,
                 day_returns: rec.day_returns,
+                trades: rec.trades,
             });
         }
     }

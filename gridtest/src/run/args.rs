@@ -233,16 +233,16 @@ pub struct RunArgs {
         requires = "replay"
     )]
     pub force: bool,
-    /// With --replay --cell: write the cell's every fill (time, price, units, side, fee,
-    /// weight, equity) to this CSV.
+    /// Write every cell's round trips (entry and exit time, price, size, P&L, return, fees,
+    /// the open trade) to trades.parquet as the cells finish. With --replay and --cell, a FILE:
+    /// the cell's every fill, as CSV.
     #[arg(
-        help_heading = "Replay",
+        help_heading = "Output",
         long,
-        env = "GRIDTEST_TRADES",
         value_name = "FILE",
-        requires = "cell"
+        num_args = 0..=1
     )]
-    pub trades: Option<PathBuf>,
+    pub trades: Option<Option<PathBuf>>,
     /// With --replay --cell: write the cell's equity after every event to this CSV.
     #[arg(
         help_heading = "Replay",
@@ -396,7 +396,9 @@ mod tests {
         ("returns-memory", "GRIDTEST_RETURNS_MB"),
     ];
     /// Flags with no variable: counts (`-v`, `-q`) and clap's own.
-    const NO_VARIABLE: &[&str] = &["verbose", "quiet", "help", "version"];
+    /// Flags without a variable: counts, clap's own, and `--trades`, whose value is optional
+    /// (alone on a sweep, with a file on a replayed cell).
+    const NO_VARIABLE: &[&str] = &["verbose", "quiet", "help", "version", "trades"];
 
     #[test]
     fn counts_read_in_scientific_notation_too() {

@@ -50,11 +50,13 @@ pub(super) async fn write(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions)
     };
     let Some(ReplayScope::Cell { param_set, symbol }) = &args.cell else {
         return Err(Error::Config {
-            problems: vec!["--trades and --equity need --cell PARAM_SET_ID@SYMBOL".to_owned()],
+            problems: vec![
+                "--trades FILE and --equity FILE need --cell PARAM_SET_ID@SYMBOL".to_owned(),
+            ],
         });
     };
     let cell = crate::replay::trace(&root, sweep_id, (*param_set, symbol), args.force).await?;
-    if let Some(path) = &args.trades {
+    if let Some(Some(path)) = &args.trades {
         write_trades(path, &cell).map_err(|e| output_error(path, e))?;
     }
     if let Some(path) = &args.equity {

@@ -70,6 +70,7 @@ pub fn apply_args(mut sweep: Sweep, args: &RunArgs, config: &ClusterConfig) -> (
             write: args.write_returns,
         },
         prices: None,
+        trades: matches!(args.trades, Some(None)),
         status: args
             .status_file
             .as_ref()

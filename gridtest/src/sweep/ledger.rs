@@ -29,7 +29,7 @@ use super::slice_chain::{CheckpointBytes, SliceChain};
 use super::work_unit::{SetSpan, UnitId, WorkUnit};
 pub use super::worker_id::WorkerId;
 use crate::data::ShardId;
-use crate::engine::{CellKey, CellOutcome};
+use crate::engine::{CellKey, CellOutcome, Trade};
 use crate::params::{Grid, ParamSetId, SetPlace};
 
 /// Attempts a failing cell gets by default.
@@ -57,6 +57,9 @@ pub struct SetResult {
     /// Its return per day of the shard with data, when recorded (else empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub day_returns: Vec<f64>,
+    /// Its round trips, when recorded (`--trades`; else empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trades: Vec<Trade>,
 }
 
 /// A cell that became final, as [`Ledger::take_journal`] hands it out.
@@ -70,6 +73,8 @@ pub struct FinalCell {
     pub outcome: CellOutcome,
     /// Its return per day, when recorded ([`SetResult::day_returns`]).
     pub day_returns: Vec<f64>,
+    /// Its round trips, when recorded ([`SetResult::trades`]).
+    pub trades: Vec<Trade>,
 }
 
 /// What [`Ledger::report`] did with a result.

@@ -8,7 +8,9 @@ mod board;
 mod by_dsr;
 mod cells;
 mod ordered;
+mod param_column;
 mod place;
+mod trades;
 
 pub use ordered::{ORDERED_BUFFER, OrderedRender};
 pub use place::{prepare_dir, write_all, write_to_store};
@@ -25,6 +27,7 @@ use futures::StreamExt;
 
 use self::board::{BoardSpool, SortedBoard, TopBoard, write_leaderboard};
 use self::cells::{CellWriter, SetText, ShardText};
+pub use self::trades::TradesFile;
 use super::SweepError;
 use super::leaderboard::{BestRows, LEADERBOARD_ROWS, Leaderboard, LeaderboardRows, SetTally};
 use super::research_report::Deflated;
@@ -51,6 +54,8 @@ pub const COST_JSON: &str = "cost.json";
 pub const RETURNS_PARQUET: &str = "returns.parquet";
 /// The fills of the cell `report.html` lists (the best set on the first shard).
 pub const BEST_TRADES_JSON: &str = "best_trades.json";
+/// Every round trip of every cell, with `--trades` (see [`TradesFile`]).
+pub const TRADES_PARQUET: &str = "trades.parquet";
 /// What was run: the sweep's spec (also in `results.parquet`'s key-value metadata under
 /// [`SPEC_METADATA_KEY`]), so a local output folder says which data, grid, conventions and
 /// code produced it.
@@ -59,13 +64,14 @@ pub const SPEC_JSON: &str = "spec.json";
 pub const SPEC_METADATA_KEY: &str = "gridtest.spec";
 /// Output files a sweep writes only in some runs: copied when present, removed from the target
 /// when not (so no stale report survives beside fresh results).
-pub const OPTIONAL_FILES: [&str; 6] = [
+pub const OPTIONAL_FILES: [&str; 7] = [
     SPEC_JSON,
     RESEARCH_JSON,
     RETURNS_PARQUET,
     BEST_TRADES_JSON,
     super::report::REPORT_HTML,
     COST_JSON,
+    TRADES_PARQUET,
 ];
 
 /// Memory DataFusion may use to sort a spool before it spills to disk.

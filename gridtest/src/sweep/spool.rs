@@ -432,6 +432,7 @@ mod tests {
                 },
                 outcome,
                 day_returns: Vec::new(),
+                trades: Vec::new(),
             };
             spool.push(&cell).unwrap();
             written.push(cell);

@@ -14,6 +14,9 @@ const CELL_WIRE_BYTES: usize = 512;
 /// Bytes one daily return takes on the wire at most (a JSON number).
 const DAY_WIRE_BYTES: usize = 24;
 
+/// Bytes a round trip takes on the wire at most (ten JSON numbers and a tag, with their keys).
+const TRADE_WIRE_BYTES: usize = 512;
+
 impl UnitReport {
     /// The report as messages of at most about `max_bytes` each on the wire, each with whole
     /// cells (the ledger takes cells by key, whichever message brings them); the unit's
@@ -24,7 +27,11 @@ impl UnitReport {
         let Ok(results) = &self.results else {
             return vec![self];
         };
-        let size = |r: &SetResult| CELL_WIRE_BYTES + r.day_returns.len() * DAY_WIRE_BYTES;
+        let size = |r: &SetResult| {
+            CELL_WIRE_BYTES
+                + r.day_returns.len() * DAY_WIRE_BYTES
+                + r.trades.len() * TRADE_WIRE_BYTES
+        };
         let mut bounds = vec![0];
         let mut filled = 0;
         for (i, r) in results.iter().enumerate() {
@@ -81,7 +88,29 @@ mod tests {
     use crate::params::{ParamSetId, SetPlace};
     use crate::sweep::{CellFailure, FailureKind, UnitId, WorkerId};
 
+    /// A trade whose numbers are as long as JSON writes them.
+    fn long_trade(k: usize) -> crate::engine::Trade {
+        let x = -1.0 / (3.0 + k as f64);
+        crate::engine::Trade {
+            size: x,
+            entry_index: u64::MAX - k as u64,
+            entry_time: i64::MIN + k as i64,
+            entry_price: x,
+            exit_index: Some(u64::MAX),
+            exit_time: Some(i64::MIN),
+            exit_price: Some(x),
+            pnl: x,
+            ret: x,
+            fees: x,
+            end: crate::engine::TradeEnd::TakeProfit,
+        }
+    }
+
     fn report(cells: usize, days: usize) -> UnitReport {
+        report_with_trades(cells, days, 0)
+    }
+
+    fn report_with_trades(cells: usize, days: usize, trades: usize) -> UnitReport {
         let result = |i: usize| SetResult {
             place: SetPlace {
                 index: i as u64,
@@ -93,6 +122,7 @@ mod tests {
             day_returns: (0..days)
                 .map(|d| (d as f64 * 0.37).sin() * 1e-3 - 1e-9)
                 .collect(),
+            trades: (0..trades).map(long_trade).collect(),
         };
         UnitReport {
             sweep_id: "0123456789abcdef".parse().unwrap(),
@@ -115,10 +145,16 @@ mod tests {
     #[test]
     fn a_report_over_the_budget_goes_in_parts_of_whole_cells_that_fit_it() {
         // 955 cells of 5 040 days: about 115 MB as the wire writes it.
-        let whole = report(955, 5_040);
+        parts_fit(&report(955, 5_040));
+        // 200 cells of 2 000 trades each, every number as long as JSON writes it.
+        parts_fit(&report_with_trades(200, 0, 2_000));
+    }
+
+    fn parts_fit(whole: &UnitReport) {
         let json = serde_json::to_vec(&whole).unwrap().len();
         assert!(json > 16 << 20, "{json}");
         let parts = whole.clone().into_parts(MAX_MESSAGE_BYTES);
+        let whole = whole.clone();
         assert!(parts.len() > 1);
         let mut cells = Vec::new();
         for (k, part) in parts.iter().enumerate() {

@@ -56,6 +56,7 @@ pub(super) async fn run_chained(
                     param_set,
                     outcome,
                     day_returns,
+                    trades: Vec::new(),
                 })
                 .collect();
             (Ok(results), rows, None)

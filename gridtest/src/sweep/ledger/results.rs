@@ -37,6 +37,7 @@ impl Ledger {
             param_set,
             outcome,
             day_returns,
+            trades,
         } in results
         {
             let Some((owner, offset)) = self.locate(&shard_id, place.index) else {
@@ -77,6 +78,7 @@ impl Ledger {
                 place,
                 outcome,
                 day_returns,
+                trades,
             });
             new += 1;
         }
@@ -150,6 +152,7 @@ impl Ledger {
                 param_set: set.id(),
                 outcome: Err(failure.clone()),
                 day_returns: Vec::new(),
+                trades: Vec::new(),
             })
             .collect();
         self.record(Some(id), &shard, results, retry)

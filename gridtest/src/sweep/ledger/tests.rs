@@ -95,6 +95,7 @@ pub(super) fn ok_results(u: &WorkUnit, tag: u64) -> Vec<SetResult> {
             param_set: set.id(),
             outcome: Ok(metrics(tag)),
             day_returns: Vec::new(),
+            trades: Vec::new(),
         })
         .collect()
 }
@@ -256,6 +257,7 @@ fn a_retry_of_a_constrained_run_names_the_failed_set() {
             param_set: set.id(),
             outcome: Ok(metrics(1)),
             day_returns: Vec::new(),
+            trades: Vec::new(),
         })
         .collect();
     results[2].outcome = Err(CellFailure::new(FailureKind::Panic, "boom"));

@@ -11,8 +11,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder,
-    RecordBatch, StringBuilder,
+    Array, ArrayRef, AsArray, Date32Builder, RecordBatch, StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -23,10 +22,11 @@ use datafusion::parquet::basic::Compression;
 use datafusion::parquet::file::metadata::KeyValue;
 use datafusion::parquet::file::properties::WriterProperties;
 
+use super::param_column::{ParamColumn, axes_of};
 use super::{OUTPUT_BATCH, RESULTS_CSV, RESULTS_PARQUET, SPEC_METADATA_KEY, output_error};
 use crate::data::Shard;
 use crate::metrics::METRIC_COLUMNS;
-use crate::params::{Grid, ParamKind, ParamSet, ParamSetId, ParamValue};
+use crate::params::{Grid, ParamKind, ParamSet, ParamSetId};
 use crate::sweep::SweepError;
 use crate::sweep::spool::{MetricBuilder, SpoolRow, metric_fields};
 
@@ -225,12 +225,7 @@ impl CellWriter {
         grid: &Grid,
         spec_json: Option<&str>,
     ) -> Result<Self, SweepError> {
-        let axes: Vec<String> = grid.axes().iter().map(|a| a.name.clone()).collect();
-        let kinds: Vec<ParamKind> = grid
-            .axes()
-            .iter()
-            .map(|a| a.values.first().map_or(ParamKind::Int, ParamValue::kind))
-            .collect();
+        let (axes, kinds) = axes_of(grid);
         let schema = results_schema(&axes, &kinds);
         let csv_path = dir.join(RESULTS_CSV);
         let file = File::create(&csv_path).map_err(|e| output_error(&csv_path, e))?;
@@ -375,54 +370,5 @@ fn signed_counts(column: &ArrayRef) -> Result<ArrayRef, String> {
     match column.data_type() {
         DataType::UInt64 => cast(column, &DataType::Int64).map_err(|e| e.to_string()),
         _ => Ok(Arc::clone(column)),
-    }
-}
-
-enum ParamColumn {
-    Int(Int64Builder),
-    Float(Float64Builder),
-    Bool(BooleanBuilder),
-    Choice(StringBuilder),
-}
-
-impl ParamColumn {
-    fn new(kind: ParamKind) -> Self {
-        match kind {
-            ParamKind::Int => Self::Int(Int64Builder::new()),
-            ParamKind::Float => Self::Float(Float64Builder::new()),
-            ParamKind::Bool => Self::Bool(BooleanBuilder::new()),
-            ParamKind::Choice => Self::Choice(StringBuilder::new()),
-        }
-    }
-
-    fn append(&mut self, v: Option<&ParamValue>) {
-        match (self, v) {
-            (Self::Int(b), Some(ParamValue::Int(i))) => b.append_value(*i),
-            (Self::Float(b), Some(ParamValue::Float(x))) => b.append_value(*x),
-            (Self::Bool(b), Some(ParamValue::Bool(x))) => b.append_value(*x),
-            (Self::Choice(b), Some(ParamValue::Choice(s))) => b.append_value(s),
-            (Self::Int(b), _) => b.append_null(),
-            (Self::Float(b), _) => b.append_null(),
-            (Self::Bool(b), _) => b.append_null(),
-            (Self::Choice(b), _) => b.append_null(),
-        }
-    }
-
-    fn data_type(kind: ParamKind) -> DataType {
-        match kind {
-            ParamKind::Int => DataType::Int64,
-            ParamKind::Float => DataType::Float64,
-            ParamKind::Bool => DataType::Boolean,
-            ParamKind::Choice => DataType::Utf8,
-        }
-    }
-
-    fn finish(&mut self) -> ArrayRef {
-        match self {
-            Self::Int(b) => Arc::new(b.finish()),
-            Self::Float(b) => Arc::new(b.finish()),
-            Self::Bool(b) => Arc::new(b.finish()),
-            Self::Choice(b) => Arc::new(b.finish()),
-        }
     }
 }

@@ -190,6 +190,7 @@ fn scrambled_spool(
                 place: *place,
                 outcome: outcome(place.index, shard),
                 day_returns: Vec::new(),
+                trades: Vec::new(),
             })
             .unwrap();
     }
@@ -265,6 +266,7 @@ fn unit_order(shards: &[Shard], places: &[(SetPlace, ParamSet)]) -> Vec<FinalCel
                 place: *place,
                 outcome: outcome(place.index, shard),
                 day_returns: Vec::new(),
+                trades: Vec::new(),
             })
             .collect()
     };

@@ -86,6 +86,7 @@ fn state_over(wait_for_nodes: usize, symbols: [&str; 4]) -> SupervisorState {
         exec: ExecModel::default(),
         grid: grid.clone(),
         record_days: false,
+        record_trades: false,
         code: None,
     };
     let rules = FleetRules {
@@ -245,6 +246,7 @@ fn a_report_feeds_its_busy_time_per_set_to_the_ledger_and_a_failure_does_not() {
                 param_set: set.id(),
                 outcome: Ok(Metrics::default()),
                 day_returns: Vec::new(),
+                trades: Vec::new(),
             })
             .collect();
         UnitReport {

@@ -1,0 +1,415 @@
+//! `--trades`: a sweep writes every cell's round trips to `trades.parquet` as the cells finish,
+//! in one format for the targets and the orders path. Checked against each cell's metrics
+//! (round trips, wins, total return), against the fills of the cell traced through the
+//! engine's separate trace loop, against the broker's closed trades, across a resume, and
+//! refused where the trades cannot be kept.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use datafusion::arrow::array::{
+    Array, AsArray, BooleanArray, Float64Array, Int64Array, StringArray, UInt32Array, UInt64Array,
+};
+use datafusion::arrow::datatypes::TimestampNanosecondType;
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use gridtest::data::synth::SynthSpec;
+use gridtest::data::{ShardData, ShardReader};
+use gridtest::engine::{CellTrace, trace_cell};
+use gridtest::metrics::Metrics;
+use gridtest::prelude::*;
+use gridtest::{DataKind, Error, Grid, RunOptions, Sweep, SweepResults};
+use gridtest_examples::{Momentum, Rotation, SmaCrossover, SmaCrossoverOrders};
+use gridtest_tests::{Scratch, quiet, run_with, runtime};
+
+/// One row of `trades.parquet`.
+#[derive(Clone, Debug, PartialEq)]
+struct Row {
+    first_axis: i64,
+    set: String,
+    shard: String,
+    trade: u32,
+    size: f64,
+    entry_index: u64,
+    entry_time: i64,
+    entry_price: f64,
+    exit_index: Option<u64>,
+    exit_time: Option<i64>,
+    exit_price: Option<f64>,
+    pnl: f64,
+    ret: f64,
+    fees: f64,
+    end: String,
+    open: bool,
+}
+
+fn read_trades(path: &Path) -> Vec<Row> {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let b = batch.unwrap();
+        let col = |name: &str| b.column_by_name(name).unwrap_or_else(|| panic!("{name}"));
+        let f64s = |name: &str| {
+            col(name)
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .unwrap()
+                .clone()
+        };
+        let u64s = |name: &str| {
+            col(name)
+                .as_any()
+                .downcast_ref::<UInt64Array>()
+                .unwrap()
+                .clone()
+        };
+        let texts = |name: &str| {
+            col(name)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap()
+                .clone()
+        };
+        let times = |name: &str| col(name).as_primitive::<TimestampNanosecondType>().clone();
+        // The grid's first axis (an integer in these tests).
+        let first_axis = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        let trade = col("trade").as_any().downcast_ref::<UInt32Array>().unwrap();
+        let open = col("open").as_any().downcast_ref::<BooleanArray>().unwrap();
+        let (set, shard, end) = (texts("param_set_id"), texts("shard"), texts("end"));
+        let (size, entry_price, exit_price) =
+            (f64s("size"), f64s("entry_price"), f64s("exit_price"));
+        let (pnl, ret, fees) = (f64s("pnl"), f64s("return"), f64s("fees"));
+        let (entry_index, exit_index) = (u64s("entry_index"), u64s("exit_index"));
+        let (entry_time, exit_time) = (times("entry_time"), times("exit_time"));
+        let some = |valid: bool| valid.then_some(());
+        for i in 0..b.num_rows() {
+            rows.push(Row {
+                first_axis: first_axis.value(i),
+                set: set.value(i).to_owned(),
+                shard: shard.value(i).to_owned(),
+                trade: trade.value(i),
+                size: size.value(i),
+                entry_index: entry_index.value(i),
+                entry_time: entry_time.value(i),
+                entry_price: entry_price.value(i),
+                exit_index: some(exit_index.is_valid(i)).map(|()| exit_index.value(i)),
+                exit_time: some(exit_time.is_valid(i)).map(|()| exit_time.value(i)),
+                exit_price: some(exit_price.is_valid(i)).map(|()| exit_price.value(i)),
+                pnl: pnl.value(i),
+                ret: ret.value(i),
+                fees: fees.value(i),
+                end: end.value(i).to_owned(),
+                open: open.value(i),
+            });
+        }
+    }
+    rows
+}
+
+/// The rows of each cell, `(param_set_id, shard)`, in trade order.
+fn by_cell(rows: Vec<Row>) -> BTreeMap<(String, String), Vec<Row>> {
+    let mut cells: BTreeMap<_, Vec<Row>> = BTreeMap::new();
+    for row in rows {
+        cells
+            .entry((row.set.clone(), row.shard.clone()))
+            .or_default()
+            .push(row);
+    }
+    for trades in cells.values_mut() {
+        trades.sort_by_key(|r| r.trade);
+    }
+    cells
+}
+
+fn ticks(scratch: &Scratch) {
+    scratch.synth(&SynthSpec {
+        symbols: 2,
+        days: 12,
+        ticks_per_day: 400,
+        ..SynthSpec::default()
+    });
+}
+
+fn grid() -> Grid {
+    Grid::new()
+        .axis("fast", [2, 5, 9])
+        .axis("slow", [20, 40])
+        .constrain("fast < slow")
+}
+
+fn with_trades() -> RunOptions {
+    RunOptions {
+        trades: true,
+        ..quiet()
+    }
+}
+
+fn load(scratch: &Scratch, shard: &gridtest::data::Shard) -> ShardData {
+    let reader = ShardReader::try_new(&scratch.dataset(DataKind::Ticks)).unwrap();
+    runtime().block_on(reader.load(shard)).unwrap()
+}
+
+/// Round trips from a trace's fills, folded independently of the engine's trade book: a trip
+/// opens where the target leaves zero and ends where it returns to zero or changes sign.
+/// `(entry index, entry price, exit index, exit price)`.
+fn trips_of_fills(trace: &CellTrace) -> Vec<(u64, f64, Option<u64>, Option<f64>)> {
+    let mut trips = Vec::new();
+    let mut open: Option<(u64, f64)> = None;
+    let mut held = 0.0_f64;
+    for f in &trace.fills {
+        let now = f.weight;
+        if held != 0.0 && (now == 0.0 || now.signum() != held.signum()) {
+            let (index, price) = open.take().expect("an open trip");
+            trips.push((index, price, Some(f.index), Some(f.price)));
+        }
+        if now != 0.0 && (held == 0.0 || now.signum() != held.signum()) {
+            open = Some((f.index, f.price));
+        }
+        held = now;
+    }
+    trips.extend(open.map(|(index, price)| (index, price, None, None)));
+    trips
+}
+
+fn results_rows(results: &SweepResults) -> Vec<(ParamSet, gridtest::data::Shard, Metrics)> {
+    results
+        .rows()
+        .unwrap()
+        .into_iter()
+        .map(|(set, shard, outcome)| (set, shard, outcome.unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_sweep_writes_every_cells_round_trips_as_its_metrics_count_them() {
+    let (long_flat, _) = check_targets_trades::<SmaCrossover>(grid());
+    assert!(
+        long_flat >= 6,
+        "most cells trade several times ({long_flat})"
+    );
+    let momentum = Grid::new()
+        .axis("window", [20, 60])
+        .axis("threshold_bps", [0.0, 2.0]);
+    let (_, reversals) = check_targets_trades::<Momentum>(momentum);
+    assert!(reversals > 10, "long-short cells reverse ({reversals})");
+}
+
+/// Sweeps `S` over `grid` with `--trades` and checks every cell's rows; the cells with three
+/// trades or more, and the reversals (a trip that opens where the last one closed).
+fn check_targets_trades<S: gridtest::RegisteredStrategy>(grid: Grid) -> (usize, usize) {
+    let scratch = Scratch::new();
+    ticks(&scratch);
+    let sweep = Sweep::of::<S>().grid(grid).data(scratch.location());
+    let results = run_with(&sweep, &with_trades()).unwrap();
+    let plain = run_with(&sweep, &quiet()).unwrap();
+    assert_eq!(
+        results.cells().unwrap(),
+        plain.cells().unwrap(),
+        "keeping trades changes no metric"
+    );
+    let cells = by_cell(read_trades(
+        &results
+            .output_dir()
+            .join(gridtest::sweep::output::TRADES_PARQUET),
+    ));
+    let exec = gridtest::ExecModel::default();
+    let (mut traded, mut reversals) = (0, 0);
+    let axis = results.axes()[0].clone();
+    for (set, shard, m) in results_rows(&results) {
+        let key = (set.id().to_string(), shard.id().to_string());
+        let trades = cells.get(&key).cloned().unwrap_or_default();
+        let label = format!("[{set}] on {shard}");
+        let closed: Vec<&Row> = trades.iter().filter(|r| !r.open).collect();
+        assert_eq!(closed.len() as u64, m.round_trips, "{label}: round trips");
+        let wins = closed.iter().filter(|r| r.pnl > 0.0).count() as f64;
+        assert!(
+            (wins - m.win_rate * m.round_trips as f64).abs() < 1e-9,
+            "{label}: wins"
+        );
+        assert!(
+            trades.iter().filter(|r| r.open).count() <= 1,
+            "{label}: open"
+        );
+        let pnl: f64 = trades.iter().map(|r| r.pnl).sum();
+        assert!(
+            (pnl - m.total_return).abs() < 1e-9,
+            "{label}: {pnl} vs {}",
+            m.total_return
+        );
+        for (k, r) in trades.iter().enumerate() {
+            assert_eq!(r.trade as usize, k, "{label}: numbering");
+            assert_eq!(
+                Some(&ParamValue::Int(r.first_axis)),
+                set.get(&axis),
+                "{label}: axis"
+            );
+            assert_eq!(r.end, if r.open { "open" } else { "target" }, "{label}");
+            assert!(r.fees >= 0.0 && r.size != 0.0, "{label}: {r:?}");
+            if let (Some(exit), Some(time)) = (r.exit_index, r.exit_time) {
+                assert!(
+                    r.entry_index < exit && r.entry_time <= time,
+                    "{label}: {r:?}"
+                );
+                let sign = if r.size > 0.0 { 1.0 } else { -1.0 };
+                let gross = sign * (r.exit_price.unwrap() / r.entry_price - 1.0);
+                assert!(
+                    r.ret <= gross + 1e-12,
+                    "{label}: fees lower the return: {r:?}"
+                );
+            }
+        }
+        reversals += trades
+            .windows(2)
+            .filter(|w| w[0].exit_index == Some(w[1].entry_index))
+            .count();
+        // The same trips as the cell's fills, traced through the engine's own trace loop.
+        let data = load(&scratch, &shard);
+        let (_, trace) = trace_cell::<S>(&data, &set, &exec);
+        let file: Vec<_> = trades
+            .iter()
+            .map(|r| (r.entry_index, r.entry_price, r.exit_index, r.exit_price))
+            .collect();
+        assert_eq!(file, trips_of_fills(&trace), "{label}: trips");
+        let sides: Vec<bool> = trades.iter().map(|r| r.size > 0.0).collect();
+        let traced: Vec<bool> = trace
+            .fills
+            .iter()
+            .filter(|f| trades.iter().any(|r| r.entry_index == f.index))
+            .map(|f| f.weight > 0.0)
+            .collect();
+        assert_eq!(sides, traced, "{label}: sides");
+        if let (Some(r), Some(f)) = (trades.first(), trace.fills.first()) {
+            assert_eq!(
+                (r.entry_time, r.entry_index),
+                (f.ts, f.index),
+                "{label}: first entry"
+            );
+        }
+        traded += usize::from(trades.len() >= 3);
+    }
+    (traded, reversals)
+}
+
+#[test]
+fn the_orders_path_writes_its_brokers_trades_in_the_same_format() {
+    let scratch = Scratch::new();
+    ticks(&scratch);
+    let sweep = Sweep::of::<SmaCrossoverOrders>()
+        .grid(grid())
+        .data(scratch.location());
+    let results = run_with(&sweep, &with_trades()).unwrap();
+    let cells = by_cell(read_trades(
+        &results
+            .output_dir()
+            .join(gridtest::sweep::output::TRADES_PARQUET),
+    ));
+    let exec = gridtest::ExecModel::default();
+    let cash = exec.broker.initial_cash;
+    let mut closed_total = 0;
+    for (set, shard, m) in results_rows(&results) {
+        let key = (set.id().to_string(), shard.id().to_string());
+        let trades = cells.get(&key).cloned().unwrap_or_default();
+        let label = format!("[{set}] on {shard}");
+        let (_, trace) = trace_cell::<SmaCrossoverOrders>(&load(&scratch, &shard), &set, &exec);
+        let closed: Vec<&Row> = trades.iter().filter(|r| !r.open).collect();
+        assert_eq!(closed.len(), trace.trades.len(), "{label}: closed trades");
+        assert_eq!(closed.len() as u64, m.round_trips, "{label}: round trips");
+        for (r, t) in closed.iter().zip(&trace.trades) {
+            assert_eq!(
+                (r.size, r.entry_index, r.exit_index),
+                (t.size, t.entry_index, Some(t.exit_index)),
+                "{label}"
+            );
+            assert_eq!(
+                (r.entry_price, r.exit_price),
+                (t.entry_price, Some(t.exit_price)),
+                "{label}"
+            );
+            assert_eq!((r.pnl, r.fees), (t.pnl / cash, t.fees / cash), "{label}");
+            assert_eq!((r.ret, r.end.as_str()), (t.ret, "order"), "{label}");
+        }
+        let pnl: f64 = trades.iter().map(|r| r.pnl).sum();
+        assert!(
+            (pnl - m.total_return).abs() < 1e-9,
+            "{label}: {pnl} vs {}",
+            m.total_return
+        );
+        closed_total += closed.len();
+    }
+    assert!(closed_total > 20, "the cells trade ({closed_total})");
+}
+
+#[test]
+fn a_resumed_sweep_lists_the_trades_of_its_earlier_run() {
+    let scratch = Scratch::new();
+    ticks(&scratch);
+    let sweep = Sweep::of::<SmaCrossover>()
+        .grid(grid())
+        .data(scratch.location());
+    let roots = tempfile::tempdir().unwrap();
+    let root = |name: &str| roots.path().join(name);
+    let opts = |results: &Path| RunOptions {
+        results: Some(gridtest::storage::Location::parse(&results.display().to_string()).unwrap()),
+        ..with_trades()
+    };
+    let whole = run_with(&sweep, &opts(&root("whole"))).unwrap();
+    let id = whole.run_info().unwrap().sweep_id.to_string();
+    let file = gridtest::sweep::output::TRADES_PARQUET;
+    let reference = by_cell(read_trades(&whole.output_dir().join(file)));
+
+    let kept = gridtest_tests::copy_with_half_its_ledger(&root("whole"), &root("half"), &id, false);
+    assert!(kept > 0 && kept < whole.recorded(), "{kept}");
+
+    let resumed = run_with(&sweep, &opts(&root("half"))).unwrap();
+    assert_eq!(
+        resumed.run_info().unwrap().computed,
+        whole.recorded() - kept
+    );
+    let again = by_cell(read_trades(&resumed.output_dir().join(file)));
+    assert_eq!(again, reference, "the same trades, each once");
+}
+
+#[test]
+fn trades_that_cannot_be_kept_are_refused_before_the_sweep() {
+    let scratch = Scratch::new();
+    scratch.synth(&SynthSpec {
+        symbols: 2,
+        days: 4,
+        ticks_per_day: 400,
+        ticks_per_bar: Some(10),
+        ..SynthSpec::default()
+    });
+    let universe = Sweep::of::<Rotation>()
+        .grid(
+            Grid::new()
+                .axis("lookback", [5])
+                .axis("top", [1])
+                .axis("every", [10]),
+        )
+        .data(scratch.location())
+        .universe("all", ["S000", "S001"]);
+    let refused = |result: gridtest::Result<SweepResults>| match result {
+        Err(Error::Config { problems }) => problems.join("; "),
+        other => panic!("expected a refusal, got {:?}", other.map(|r| r.recorded())),
+    };
+    let why = refused(run_with(&universe, &with_trades()));
+    assert!(
+        why.contains("--trades") && why.contains("universe"),
+        "{why}"
+    );
+
+    let long = Scratch::new();
+    ticks(&long);
+    let sliced = Sweep::of::<SmaCrossover>()
+        .grid(grid())
+        .data(long.location());
+    let tiny = RunOptions {
+        cache_bytes: 0,
+        ..with_trades()
+    };
+    let why = refused(run_with(&sliced, &tiny));
+    assert!(why.contains("--cache-mb") && why.contains("S00"), "{why}");
+}
