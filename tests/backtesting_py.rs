@@ -11,7 +11,8 @@ use std::process::Command;
 use gridtest::broker::{Broker, BrokerModel, ClosedTrade, ExitReason, Order, Size};
 use gridtest::data::{Shard, ShardData};
 use gridtest::engine::{
-    Keep, ProfitFactorBasis, RatioConvention, Trade, run_chunk, run_chunk_with, trace_cell,
+    ExposureBasis, Keep, ProfitFactorBasis, RatioConvention, Trade, run_chunk, run_chunk_with,
+    trace_cell,
 };
 use gridtest::indicators::Sma;
 use gridtest::metrics::{DrawdownSign, Metrics};
@@ -147,6 +148,7 @@ fn backtesting_py(exclusive_orders: bool) -> ExecModel {
         .with_ratios(RatioConvention::Geometric)
         .with_profit_factor(ProfitFactorBasis::Returns)
         .with_drawdown_sign(DrawdownSign::Negative)
+        .with_exposure(ExposureBasis::ClosedTrades)
         .with_broker(broker)
 }
 
@@ -263,6 +265,11 @@ fn assert_same_stats(run: &str, m: &Metrics, s: &Value, exec: &ExecModel) {
         m.round_trips,
         s["trades"].as_u64().unwrap(),
         "{run}: # trades"
+    );
+    close_to(
+        &format!("{run}: exposure time"),
+        m.exposure,
+        float(&s["exposure"]),
     );
 }
 

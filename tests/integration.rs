@@ -35,4 +35,5 @@ mod streaming;
 mod submit;
 mod trades;
 mod universe;
+mod vectorbt;
 mod w1;

@@ -412,4 +412,19 @@ fn trades_that_cannot_be_kept_are_refused_before_the_sweep() {
     };
     let why = refused(run_with(&sliced, &tiny));
     assert!(why.contains("--cache-mb") && why.contains("S00"), "{why}");
+
+    // backtesting.py's Exposure Time is the orders path's; a targets strategy is told so.
+    let closed_trades =
+        gridtest::ExecModel::default().with_exposure(gridtest::engine::ExposureBasis::ClosedTrades);
+    let exposure = sliced.exec(closed_trades);
+    match run_with(&exposure, &quiet()) {
+        Err(Error::InvalidSweep { problems, .. }) => {
+            let why = problems.join("; ");
+            assert!(
+                why.contains("closed-trades") && why.contains("sma_crossover"),
+                "{why}"
+            );
+        }
+        other => panic!("expected a refusal, got {:?}", other.map(|r| r.recorded())),
+    }
 }

@@ -44,7 +44,8 @@ pub use chain::Chain;
 pub use checkpoint::{Checkpoint, CheckpointError};
 pub use day_returns::DayReturns;
 pub use exec_model::{
-    Annualisation, EXEC_MODEL_VERSION, ExecModel, ProfitFactorBasis, RatioConvention,
+    Annualisation, EXEC_MODEL_VERSION, ExecModel, ExposureBasis, FirstReturn, ProfitFactorBasis,
+    RatioConvention, ZeroDeviation,
 };
 pub use kernel::TILE;
 pub use raw::RawAccount;

@@ -12,3 +12,10 @@ pub use crate::strategy::{
 pub use crate::sweep::Sweep;
 pub use crate::{Choice, Params};
 pub use crate::{ExecModel, RankMetric};
+
+/// The execution model's conventions, to match a peer (`docs/execution-model.md`,
+/// *Conventions*): `ExecModel::default().with_ratios(RatioConvention::Geometric)`.
+pub use crate::engine::{
+    ExposureBasis, FirstReturn, ProfitFactorBasis, RatioConvention, ZeroDeviation,
+};
+pub use crate::metrics::DrawdownSign;

@@ -72,6 +72,8 @@ pub struct StrategyEntry {
     pub kind: DataKind,
     /// Whether it trades a universe of symbols ([`Strategy::on_universe`]).
     pub universe: bool,
+    /// Whether it trades through orders ([`Strategy::on_orders`]).
+    pub orders: bool,
     /// Its parameter fields.
     pub schema: fn() -> &'static [ParamField],
     /// Its engine entry point.
@@ -135,6 +137,7 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         type_name: type_name::<S>,
         kind: <S::Feed as Feed>::KIND,
         universe: S::UNIVERSE,
+        orders: S::ORDERS,
         schema: <<S as Strategy>::Params as Params>::schema,
         run: engine::run_chunk::<S>,
         run_source: engine::run_source::<S>,

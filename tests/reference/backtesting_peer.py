@@ -123,6 +123,7 @@ def run(bt, **params):
             "win_rate": bits(stats["Win Rate [%]"] / 100),
             "profit_factor": bits(stats["Profit Factor"]),
             "trades": int(stats["# Trades"]),
+            "exposure": bits(stats["Exposure Time [%]"] / 100),
             "equity_final": bits(stats["Equity Final [$]"]),
         },
     }

@@ -152,8 +152,8 @@ impl Broker {
     }
 
     /// What the closed trades add up to.
-    pub(crate) fn stats(&self) -> super::TradeStats {
-        self.stats
+    pub(crate) fn stats(&self) -> &super::TradeStats {
+        &self.stats
     }
 
     /// The open trades as `(signed units, entry index, entry price, entry fee still owed)`.
@@ -316,5 +316,9 @@ impl Broker {
             t.size -= units;
             t.entry_fee -= entry_fee;
         }
+        let earliest_open = self.trades.iter().map(|t| t.entry_index).min();
+        self.stats
+            .spans
+            .add(trade.entry_index, self.index, earliest_open);
     }
 }

@@ -1,6 +1,8 @@
 //! `ExecArgs`: the flags of the metric conventions and of the orders path's broker.
 
-use crate::engine::{ExecModel, ProfitFactorBasis, RatioConvention};
+use crate::engine::{
+    ExecModel, ExposureBasis, FirstReturn, ProfitFactorBasis, RatioConvention, ZeroDeviation,
+};
 use crate::metrics::DrawdownSign;
 
 /// Metric conventions and the orders path's cash, lots and fees (`docs/execution-model.md`).
@@ -19,6 +21,19 @@ pub struct ExecArgs {
     /// backtesting.py).
     #[arg(long, env = "GRIDTEST_PROFIT_FACTOR", value_parser = parse_profit_factor)]
     pub profit_factor: Option<ProfitFactorBasis>,
+    /// Per-event Sharpe and Sortino: no return for the first event, which only decides
+    /// (skipped, the default), or a return of 0 for it (zero, as vectorbt).
+    #[arg(long, env = "GRIDTEST_FIRST_RETURN", value_parser = parse_first_return)]
+    pub first_return: Option<FirstReturn>,
+    /// A per-event Sharpe or Sortino ratio whose deviation is 0: 0 (zero, the default) or +inf
+    /// (infinite, as vectorbt).
+    #[arg(long, env = "GRIDTEST_ZERO_DEVIATION", value_parser = parse_zero_deviation)]
+    pub zero_deviation: Option<ZeroDeviation>,
+    /// What exposure measures: the share of periods with a position (position, the default)
+    /// or, on the orders path, of events between a closed trade's entry and exit
+    /// (closed-trades, backtesting.py's Exposure Time).
+    #[arg(long, env = "GRIDTEST_EXPOSURE", value_parser = parse_exposure)]
+    pub exposure: Option<ExposureBasis>,
     /// Drawdowns in the printed leaderboard and the report: positive (the default, as stored
     /// in every file) or negative (as backtesting.py shows them).
     #[arg(long, env = "GRIDTEST_DRAWDOWN_SIGN")]
@@ -65,6 +80,30 @@ fn parse_profit_factor(s: &str) -> Result<ProfitFactorBasis, String> {
     }
 }
 
+fn parse_first_return(s: &str) -> Result<FirstReturn, String> {
+    match s {
+        "skipped" => Ok(FirstReturn::Skipped),
+        "zero" => Ok(FirstReturn::Zero),
+        _ => Err(format!("`{s}`: expected skipped or zero")),
+    }
+}
+
+fn parse_zero_deviation(s: &str) -> Result<ZeroDeviation, String> {
+    match s {
+        "zero" => Ok(ZeroDeviation::Zero),
+        "infinite" => Ok(ZeroDeviation::Infinite),
+        _ => Err(format!("`{s}`: expected zero or infinite")),
+    }
+}
+
+fn parse_exposure(s: &str) -> Result<ExposureBasis, String> {
+    match s {
+        "position" => Ok(ExposureBasis::Position),
+        "closed-trades" => Ok(ExposureBasis::ClosedTrades),
+        _ => Err(format!("`{s}`: expected position or closed-trades")),
+    }
+}
+
 impl ExecArgs {
     /// Writes the flags given into `exec`.
     pub fn apply(&self, exec: &mut ExecModel) {
@@ -79,6 +118,15 @@ impl ExecArgs {
         }
         if let Some(d) = self.drawdown_sign {
             exec.drawdown_sign = d;
+        }
+        if let Some(f) = self.first_return {
+            exec.first_return = f;
+        }
+        if let Some(z) = self.zero_deviation {
+            exec.zero_deviation = z;
+        }
+        if let Some(e) = self.exposure {
+            exec.exposure = e;
         }
         let b = &mut exec.broker;
         let fields = [

@@ -49,6 +49,15 @@ pub struct ExecModel {
     /// Whether the profit factor sums trades' P&L or their returns.
     #[serde(default, skip_serializing_if = "is_default")]
     pub profit_factor: ProfitFactorBasis,
+    /// Whether the per-event ratios count the first event's return (0) as vectorbt does.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub first_return: FirstReturn,
+    /// What a per-event ratio whose deviation is 0 is.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub zero_deviation: ZeroDeviation,
+    /// What `exposure` measures.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub exposure: ExposureBasis,
     /// How the printed leaderboard and the report show drawdowns (stored positive everywhere).
     #[serde(default, skip_serializing_if = "is_default")]
     pub drawdown_sign: DrawdownSign,
@@ -76,6 +85,64 @@ pub enum RatioConvention {
     /// annualised over the trading days, `((1 + g)^D − 1 − rf) / σ_ann` with
     /// `σ_ann = √((var + (1 + g)²)^D − (1 + g)^{2D})`.
     Geometric,
+}
+
+/// Whether the per-event (arithmetic) Sharpe and Sortino ratios count a return for the first
+/// event, which only decides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstReturn {
+    /// `n − 1` returns over `n` events (the default).
+    #[default]
+    Skipped,
+    /// `n` returns, the first 0 (vectorbt's `returns()`, whose first value is the first bar's
+    /// change from the initial cash).
+    Zero,
+}
+
+/// What a per-event (arithmetic) Sharpe or Sortino ratio is when its deviation is 0 (a set that
+/// never trades, or returns that never vary).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZeroDeviation {
+    /// 0 (the default: such a set ranks with those that earn nothing).
+    #[default]
+    Zero,
+    /// `+inf`, whatever the mean (vectorbt's `sharpe_ratio` and `sortino_ratio`).
+    Infinite,
+}
+
+impl ZeroDeviation {
+    /// `num / den` under this convention (`den` a deviation, never negative).
+    ///
+    /// ```
+    /// use gridtest::engine::ZeroDeviation;
+    /// assert_eq!(ZeroDeviation::Zero.ratio(0.5, 0.0), 0.0);
+    /// assert_eq!(ZeroDeviation::Infinite.ratio(0.0, 0.0), f64::INFINITY);
+    /// assert_eq!(ZeroDeviation::Infinite.ratio(1.0, 4.0), 0.25);
+    /// ```
+    #[must_use]
+    pub fn ratio(self, num: f64, den: f64) -> f64 {
+        match self {
+            _ if den > 0.0 => num / den,
+            Self::Zero => 0.0,
+            Self::Infinite => f64::INFINITY,
+        }
+    }
+}
+
+/// What the `exposure` metric measures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExposureBasis {
+    /// The share of return periods with a position held before or after the event (the
+    /// default).
+    #[default]
+    Position,
+    /// backtesting.py's *Exposure Time*: the share of all events that lie between a closed
+    /// trade's entry and its exit, both included (a trade still open at the end counts for
+    /// nothing). Orders path only.
+    ClosedTrades,
 }
 
 /// What the profit factor sums over closed trades.
@@ -106,6 +173,8 @@ pub struct Annualisation {
     trading_days_per_year: f64,
     periods_per_year: Option<f64>,
     risk_free_rate: f64,
+    first_return: FirstReturn,
+    zero_deviation: ZeroDeviation,
 }
 
 impl Annualisation {
@@ -131,6 +200,18 @@ impl Annualisation {
     pub fn risk_free_rate(&self) -> f64 {
         self.risk_free_rate
     }
+
+    /// Whether the per-event ratios count the first event's return.
+    #[must_use]
+    pub fn first_return(&self) -> FirstReturn {
+        self.first_return
+    }
+
+    /// What a per-event ratio with no deviation is.
+    #[must_use]
+    pub fn zero_deviation(&self) -> ZeroDeviation {
+        self.zero_deviation
+    }
 }
 
 impl Default for ExecModel {
@@ -145,6 +226,9 @@ impl Default for ExecModel {
             risk_free_rate: 0.0,
             ratios: RatioConvention::Arithmetic,
             profit_factor: ProfitFactorBasis::Pnl,
+            first_return: FirstReturn::Skipped,
+            zero_deviation: ZeroDeviation::Zero,
+            exposure: ExposureBasis::Position,
             drawdown_sign: DrawdownSign::Positive,
             broker: BrokerModel::default(),
         }
@@ -202,6 +286,27 @@ impl ExecModel {
         self
     }
 
+    /// Sets whether the per-event ratios count the first event's return (0).
+    #[must_use]
+    pub fn with_first_return(mut self, first: FirstReturn) -> Self {
+        self.first_return = first;
+        self
+    }
+
+    /// Sets what a per-event ratio with no deviation is.
+    #[must_use]
+    pub fn with_zero_deviation(mut self, zero: ZeroDeviation) -> Self {
+        self.zero_deviation = zero;
+        self
+    }
+
+    /// Sets what `exposure` measures.
+    #[must_use]
+    pub fn with_exposure(mut self, basis: ExposureBasis) -> Self {
+        self.exposure = basis;
+        self
+    }
+
     /// Sets how the printed leaderboard and the report show drawdowns.
     #[must_use]
     pub fn with_drawdown_sign(mut self, sign: DrawdownSign) -> Self {
@@ -230,6 +335,8 @@ impl ExecModel {
             trading_days_per_year: self.trading_days_per_year,
             periods_per_year: self.periods_per_year,
             risk_free_rate: self.risk_free_rate,
+            first_return: self.first_return,
+            zero_deviation: self.zero_deviation,
         }
     }
 

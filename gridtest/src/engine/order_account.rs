@@ -2,7 +2,9 @@
 //! equity curve, which become the cell's [`Metrics`].
 
 use super::day_returns::DayReturns;
-use super::exec_model::{Annualisation, ExecModel, ProfitFactorBasis, RatioConvention};
+use super::exec_model::{
+    Annualisation, ExecModel, ExposureBasis, ProfitFactorBasis, RatioConvention,
+};
 use super::raw::{profit_factor, ratios};
 use super::{CellFailure, FailureKind};
 use crate::broker::Broker;
@@ -125,13 +127,9 @@ impl OrderAccount {
         let per_year = annual.per_year(n_events, n_days);
         let periods = n_events.saturating_sub(1);
         let (sharpe, sortino) = match exec.ratios {
-            RatioConvention::Arithmetic => ratios(
-                &moments,
-                self.downside2,
-                periods,
-                per_year,
-                annual.risk_free_rate(),
-            ),
+            RatioConvention::Arithmetic => {
+                ratios(&moments, self.downside2, periods, per_year, annual)
+            }
             RatioConvention::Geometric => daily_ratios(
                 &self.closes,
                 annual.trading_days_per_year(),
@@ -154,7 +152,10 @@ impl OrderAccount {
             round_trips: stats.closed,
             win_rate: share(stats.wins, stats.closed),
             profit_factor: profit_factor(win, loss),
-            exposure: share(self.exposed, periods),
+            exposure: match exec.exposure {
+                ExposureBasis::Position => share(self.exposed, periods),
+                ExposureBasis::ClosedTrades => share(stats.spans.events(), n_events),
+            },
             open_at_end: self.broker.open_trades() > 0,
         }
     }

@@ -2,7 +2,7 @@
 //! [`Metrics`]. The CPU engine and the GPU kernels (gridtest-cuda) both produce them, so both
 //! finish a cell with exactly the same arithmetic.
 
-use super::exec_model::Annualisation;
+use super::exec_model::{Annualisation, FirstReturn};
 use super::{CellFailure, FailureKind};
 use crate::metrics::{Drawdown, Metrics, Moments};
 
@@ -92,13 +92,7 @@ impl RawAccount {
         }
         let periods = n_events.saturating_sub(1);
         let per_year = annual.per_year(n_events, n_days);
-        let (sharpe, sortino) = ratios(
-            &self.moments,
-            self.downside2,
-            periods,
-            per_year,
-            annual.risk_free_rate(),
-        );
+        let (sharpe, sortino) = ratios(&self.moments, self.downside2, periods, per_year, annual);
         let profit_factor = profit_factor(self.gross_win, self.gross_loss);
         Ok(Metrics {
             n_ticks: n_events,
@@ -136,37 +130,40 @@ pub(super) fn profit_factor(win: f64, loss: f64) -> f64 {
 }
 
 /// Sharpe and Sortino of per-period returns with these moments and sum of squared negative
-/// returns over `periods` periods, `per_year` periods a year, less the annual risk-free rate
+/// returns over `periods` periods, `per_year` periods a year, less `annual`'s risk-free rate
 /// `rf` (`rf / per_year` a period): `(mean − rf/A) / std · √A` and
-/// `(mean − rf/A) / √(downside² / n) · √A`, each 0 when its denominator is.
+/// `(mean − rf/A) / √(downside² / n) · √A`; with [`FirstReturn::Zero`] one more period of
+/// return 0 counted, and a zero denominator as [`ZeroDeviation`] says.
 pub(super) fn ratios(
     moments: &Moments,
     downside2: f64,
     periods: u64,
     per_year: f64,
-    rf: f64,
+    annual: Annualisation,
 ) -> (f64, f64) {
+    let (moments, periods) = match annual.first_return() {
+        FirstReturn::Skipped => (*moments, periods),
+        FirstReturn::Zero => {
+            let mut with_first = *moments;
+            with_first.merge(&Moments::from_parts(1, 0.0, 0.0));
+            (with_first, periods + 1)
+        }
+    };
     let (mean, std) = moments.finish();
+    let rf = annual.risk_free_rate();
     let mean = if rf == 0.0 {
         mean
     } else {
         mean - rf / per_year
     };
-    let sharpe = if std > 0.0 {
-        mean / std * per_year.sqrt()
-    } else {
-        0.0
-    };
+    let zero = annual.zero_deviation();
+    let sharpe = zero.ratio(mean, std) * per_year.sqrt();
     let downside = if periods > 0 {
         (downside2 / periods as f64).sqrt()
     } else {
         0.0
     };
-    let sortino = if downside > 0.0 {
-        mean / downside * per_year.sqrt()
-    } else {
-        0.0
-    };
+    let sortino = zero.ratio(mean, downside) * per_year.sqrt();
     (sharpe, sortino)
 }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::SweepError;
 use crate::data::Universe;
-use crate::engine::ExecModel;
+use crate::engine::{ExecModel, ExposureBasis};
 use crate::params::Grid;
 use crate::registry::{StrategyEntry, StrategyError, entry, find_strategy};
 use crate::strategy::RegisteredStrategy;
@@ -255,6 +255,13 @@ impl Sweep {
         }
         if let Err(bad) = self.description.exec.validate() {
             problems.extend(bad);
+        }
+        if self.description.exec.exposure == ExposureBasis::ClosedTrades && !self.strategy.orders {
+            problems.push(format!(
+                "exposure closed-trades (backtesting.py's Exposure Time) is measured on the \
+                 orders path, and {} trades by targets: use exposure position",
+                self.strategy.name
+            ));
         }
         if self.description.data.is_none() {
             problems.push("no dataset: set one with .data(…) or --data".to_owned());
