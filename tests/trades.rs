@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::TimestampNanosecondType;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use gridtest::data::synth::SynthSpec;
 use gridtest::data::{ShardData, ShardReader};
-use gridtest::engine::{CellTrace, trace_cell};
+use gridtest::engine::{CellTrace, ReversalFee, trace_cell};
 use gridtest::metrics::Metrics;
 use gridtest::prelude::*;
 use gridtest::{DataKind, Error, Grid, RunOptions, Sweep, SweepResults};
@@ -427,4 +427,106 @@ fn trades_that_cannot_be_kept_are_refused_before_the_sweep() {
         }
         other => panic!("expected a refusal, got {:?}", other.map(|r| r.recorded())),
     }
+}
+
+/// Win rate and profit factor of a cell's closed round trips, rebuilt from its fills with cash
+/// and units: a trip runs from the fill that leaves flat (equity before its fee) to the fill
+/// that returns to flat or reverses; a reversal's fee is the trip's it closes, or with `split`
+/// shared in proportion to the units it sells back and the units it opens.
+fn trips_from_cash(trace: &CellTrace, split: bool) -> (f64, f64) {
+    let (mut cash, mut units, mut held) = (1.0_f64, 0.0_f64, 0.0_f64);
+    let mut entry: Option<f64> = None;
+    let (mut wins, mut closed, mut gain, mut loss) = (0u32, 0u32, 0.0, 0.0);
+    for f in &trace.fills {
+        let marked = cash + units * f.price;
+        let signed = if f.side == gridtest::engine::Side::Buy {
+            f.units
+        } else {
+            -f.units
+        };
+        // Where the trip stands is the target's sign (units carry rounding).
+        let now = f.weight;
+        let reverses = held != 0.0 && (now == 0.0 || now.signum() != held.signum());
+        let opening_fee = if split && reverses && now != 0.0 {
+            let kept = (units + signed).abs();
+            f.fee * kept / (units.abs() + kept)
+        } else {
+            0.0
+        };
+        if held == 0.0 {
+            entry = Some(marked);
+        } else if reverses {
+            let exit = marked - (f.fee - opening_fee);
+            let pnl = exit - entry.expect("an open trip");
+            closed += 1;
+            if pnl > 0.0 {
+                wins += 1;
+                gain += pnl;
+            } else {
+                loss -= pnl;
+            }
+            entry = (now != 0.0).then_some(exit);
+        }
+        cash -= signed * f.price + f.fee;
+        units += signed;
+        held = now;
+    }
+    let profit_factor = if loss > 0.0 {
+        gain / loss
+    } else {
+        f64::INFINITY
+    };
+    (f64::from(wins) / f64::from(closed.max(1)), profit_factor)
+}
+
+#[test]
+fn a_reversals_fee_goes_to_the_trip_it_closes_or_is_split_by_notional() {
+    let scratch = Scratch::new();
+    ticks(&scratch);
+    let sets: Vec<ParamSet> = [(20, 0.0), (60, 0.0), (30, 2.0)]
+        .iter()
+        .map(|&(window, bps)| {
+            ParamSet::new([
+                ("window", ParamValue::Int(window)),
+                ("threshold_bps", ParamValue::Float(bps)),
+            ])
+        })
+        .collect();
+    let closing = gridtest::ExecModel::default().with_commission_bps(5.0);
+    let split = closing.clone().with_reversal_fee(ReversalFee::Split);
+    let shard = gridtest::data::Shard::new(
+        "S000",
+        "2024-01-02".parse().unwrap(),
+        "2024-01-17".parse().unwrap(),
+    );
+    let data = load(&scratch, &shard);
+    let by_closing = gridtest::engine::run_chunk::<Momentum>(&data, &sets, &closing);
+    let by_split = gridtest::engine::run_chunk::<Momentum>(&data, &sets, &split);
+    let mut moved = 0;
+    for ((set, c), s) in sets.iter().zip(by_closing).zip(by_split) {
+        let (c, s) = (c.unwrap(), s.unwrap());
+        assert_eq!(
+            (c.total_return, c.sharpe, c.max_drawdown, c.round_trips),
+            (s.total_return, s.sharpe, s.max_drawdown, s.round_trips),
+            "[{set}]: the same equity and trips"
+        );
+        let (_, trace) = trace_cell::<Momentum>(&data, set, &closing);
+        for (m, whose) in [(&c, false), (&s, true)] {
+            let (win_rate, profit_factor) = trips_from_cash(&trace, whose);
+            let label = format!("[{set}], split {whose}");
+            assert!(
+                (m.win_rate - win_rate).abs() < 1e-12,
+                "{label}: {} vs {win_rate}",
+                m.win_rate
+            );
+            let scale = profit_factor.abs().max(1.0);
+            assert!(
+                (m.profit_factor - profit_factor).abs() <= 1e-9 * scale,
+                "{label}: {} vs {profit_factor}",
+                m.profit_factor
+            );
+        }
+        moved += usize::from(c.profit_factor != s.profit_factor);
+    }
+    assert!(moved > 0, "splitting moves some profit factor");
 }

@@ -45,7 +45,7 @@ pub use checkpoint::{Checkpoint, CheckpointError};
 pub use day_returns::DayReturns;
 pub use exec_model::{
     Annualisation, EXEC_MODEL_VERSION, ExecModel, ExposureBasis, FirstReturn, ProfitFactorBasis,
-    RatioConvention, ZeroDeviation,
+    RatioConvention, ReversalFee, ZeroDeviation,
 };
 pub use kernel::TILE;
 pub use raw::RawAccount;

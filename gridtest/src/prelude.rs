@@ -16,6 +16,6 @@ pub use crate::{ExecModel, RankMetric};
 /// The execution model's conventions, to match a peer (`docs/execution-model.md`,
 /// *Conventions*): `ExecModel::default().with_ratios(RatioConvention::Geometric)`.
 pub use crate::engine::{
-    ExposureBasis, FirstReturn, ProfitFactorBasis, RatioConvention, ZeroDeviation,
+    ExposureBasis, FirstReturn, ProfitFactorBasis, RatioConvention, ReversalFee, ZeroDeviation,
 };
 pub use crate::metrics::DrawdownSign;

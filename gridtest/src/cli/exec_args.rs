@@ -1,7 +1,8 @@
 //! `ExecArgs`: the flags of the metric conventions and of the orders path's broker.
 
 use crate::engine::{
-    ExecModel, ExposureBasis, FirstReturn, ProfitFactorBasis, RatioConvention, ZeroDeviation,
+    ExecModel, ExposureBasis, FirstReturn, ProfitFactorBasis, RatioConvention, ReversalFee,
+    ZeroDeviation,
 };
 use crate::metrics::DrawdownSign;
 
@@ -34,6 +35,11 @@ pub struct ExecArgs {
     /// (closed-trades, backtesting.py's Exposure Time).
     #[arg(long, env = "GRIDTEST_EXPOSURE", value_parser = parse_exposure)]
     pub exposure: Option<ExposureBasis>,
+    /// Targets and universe paths: the round trip a reversal closes pays its whole fee
+    /// (closing, the default), or each trip its part of the notional (split, as the orders
+    /// path, backtesting.py and vectorbt).
+    #[arg(long, env = "GRIDTEST_REVERSAL_FEE", value_parser = parse_reversal_fee)]
+    pub reversal_fee: Option<ReversalFee>,
     /// Drawdowns in the printed leaderboard and the report: positive (the default, as stored
     /// in every file) or negative (as backtesting.py shows them).
     #[arg(long, env = "GRIDTEST_DRAWDOWN_SIGN")]
@@ -104,6 +110,14 @@ fn parse_exposure(s: &str) -> Result<ExposureBasis, String> {
     }
 }
 
+fn parse_reversal_fee(s: &str) -> Result<ReversalFee, String> {
+    match s {
+        "closing" => Ok(ReversalFee::Closing),
+        "split" => Ok(ReversalFee::Split),
+        _ => Err(format!("`{s}`: expected closing or split")),
+    }
+}
+
 impl ExecArgs {
     /// Writes the flags given into `exec`.
     pub fn apply(&self, exec: &mut ExecModel) {
@@ -127,6 +141,9 @@ impl ExecArgs {
         }
         if let Some(e) = self.exposure {
             exec.exposure = e;
+        }
+        if let Some(r) = self.reversal_fee {
+            exec.reversal_fee = r;
         }
         let b = &mut exec.broker;
         let fields = [

@@ -40,6 +40,10 @@ pub(crate) struct Account {
     gross_win_ret: f64,
     gross_loss_ret: f64,
     bad_target: Option<(u64, f64)>,
+    /// The cost rate of a reversal's opening part, which the round trip it opens pays
+    /// ([`ReversalFee::Split`](super::ReversalFee::Split)); 0: the closed one pays it all.
+    #[serde(default)]
+    reversal_cost: f64,
 }
 
 /// The per-event state of one lane as a lane block holds it (see `super::block`): what
@@ -102,7 +106,15 @@ impl Account {
             gross_win_ret: 0.0,
             gross_loss_ret: 0.0,
             bad_target: None,
+            reversal_cost: 0.0,
         }
+    }
+
+    /// An account whose reversals charge the round trip they open `cost` of its notional
+    /// ([`ExecModel::reversal_cost`](super::ExecModel)).
+    pub(crate) fn with_reversal_cost(mut self, cost: f64) -> Self {
+        self.reversal_cost = cost;
+        self
     }
 
     /// Records the strategy's target for the next event. `NaN` is remembered as a failure
@@ -231,6 +243,13 @@ impl Account {
         if held == 0.0 {
             self.entry_equity = before_fee;
         } else if target == 0.0 || target.signum() != held.signum() {
+            // A reversal's fee is its closing part's and its opening part's, `cost · |target| ·
+            // after`: the closed trip ends before the opening part when it is split off.
+            let after = if target == 0.0 {
+                after
+            } else {
+                after * (1.0 + self.reversal_cost * target.abs())
+            };
             let pnl = after - self.entry_equity;
             self.round_trips += 1;
             if pnl > 0.0 {

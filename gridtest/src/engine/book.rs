@@ -45,6 +45,10 @@ pub(crate) struct Book {
     gross_loss: f64,
     gross_ret: (f64, f64),
     bad_target: Option<(u64, f64)>,
+    /// Whether a reversal's opening part (`cost · |target| · after`) is charged to the round
+    /// trip it opens rather than the one it closes.
+    #[serde(default)]
+    split_reversals: bool,
 }
 
 impl Book {
@@ -71,7 +75,14 @@ impl Book {
             gross_loss: 0.0,
             gross_ret: (0.0, 0.0),
             bad_target: None,
+            split_reversals: false,
         }
+    }
+
+    /// A book whose reversals charge their opening part to the round trip they open.
+    pub(crate) fn splitting_reversals(mut self, split: bool) -> Self {
+        self.split_reversals = split;
+        self
     }
 
     /// Notes whether a position is open as a slice begins (for exposure).
@@ -107,10 +118,15 @@ impl Book {
             self.entry[m] = e;
             self.basis[m] = flow;
         } else if target == 0.0 || target.signum() != h.signum() {
-            let pnl = -(self.basis[m] - u0 * price + fee);
+            let opening = if self.split_reversals {
+                cost * target.abs() * after
+            } else {
+                0.0
+            };
+            let pnl = -(self.basis[m] - u0 * price + fee - opening);
             self.close_trip(pnl, pnl / self.entry[m]);
-            self.entry[m] = after;
-            self.basis[m] = u1 * price;
+            self.entry[m] = after + opening;
+            self.basis[m] = u1 * price + opening;
         } else {
             self.basis[m] += flow;
         }

@@ -58,6 +58,9 @@ pub struct ExecModel {
     /// What `exposure` measures.
     #[serde(default, skip_serializing_if = "is_default")]
     pub exposure: ExposureBasis,
+    /// Which round trip pays the fee of a reversal (targets and universe paths).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub reversal_fee: ReversalFee,
     /// How the printed leaderboard and the report show drawdowns (stored positive everywhere).
     #[serde(default, skip_serializing_if = "is_default")]
     pub drawdown_sign: DrawdownSign,
@@ -145,6 +148,21 @@ pub enum ExposureBasis {
     ClosedTrades,
 }
 
+/// Which round trip pays the fee of a fill that reverses a position (long to short or short to
+/// long) on the targets and universe paths; the equity is the same either way, only the
+/// round trips' P&L and returns (win rate, profit factor, `trades.parquet`) differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReversalFee {
+    /// The round trip it closes pays the whole fee (the default).
+    #[default]
+    Closing,
+    /// Each pays for its part of the notional: the one it closes for the units sold back, the
+    /// one it opens for the units of the new position (as the orders path, backtesting.py and
+    /// vectorbt split an order that reverses).
+    Split,
+}
+
 /// What the profit factor sums over closed trades.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -229,6 +247,7 @@ impl Default for ExecModel {
             first_return: FirstReturn::Skipped,
             zero_deviation: ZeroDeviation::Zero,
             exposure: ExposureBasis::Position,
+            reversal_fee: ReversalFee::Closing,
             drawdown_sign: DrawdownSign::Positive,
             broker: BrokerModel::default(),
         }
@@ -307,6 +326,22 @@ impl ExecModel {
         self
     }
 
+    /// Sets which round trip pays the fee of a reversal.
+    #[must_use]
+    pub fn with_reversal_fee(mut self, fee: ReversalFee) -> Self {
+        self.reversal_fee = fee;
+        self
+    }
+
+    /// The cost rate a reversal's opening part is charged at when [`ReversalFee::Split`]
+    /// splits it (0 otherwise).
+    pub(crate) fn reversal_cost(&self) -> f64 {
+        match self.reversal_fee {
+            ReversalFee::Closing => 0.0,
+            ReversalFee::Split => self.cost_rate(),
+        }
+    }
+
     /// Sets how the printed leaderboard and the report show drawdowns.
     #[must_use]
     pub fn with_drawdown_sign(mut self, sign: DrawdownSign) -> Self {
@@ -344,7 +379,9 @@ impl ExecModel {
     /// the profit factor from P&L only); a unit under other conventions runs on the CPU engine.
     #[must_use]
     pub fn runs_on_devices(&self) -> bool {
-        self.ratios == RatioConvention::Arithmetic && self.profit_factor == ProfitFactorBasis::Pnl
+        self.ratios == RatioConvention::Arithmetic
+            && self.profit_factor == ProfitFactorBasis::Pnl
+            && self.reversal_fee == ReversalFee::Closing
     }
 
     /// Total cost per unit of traded notional: `(commission + slippage) / 10 000`.

@@ -92,6 +92,8 @@ pub(crate) struct Kernel<S: Strategy> {
     /// The lanes' distinct shared series.
     pool: SharedPool<S::Feed>,
     cost: f64,
+    /// The cost rate of a reversal's opening part charged to the trip it opens (0: none).
+    reversal_cost: f64,
     max_leverage: f64,
     conventions: Conventions,
     seen: u64,
@@ -117,12 +119,13 @@ impl<S: Strategy> Kernel<S> {
     pub(crate) fn new(sets: &[ParamSet], exec: &ExecModel) -> Self {
         let (built, pool, lookback) = build_lanes::<S>(sets);
         let simd = SimdLevel::active();
+        let reversal_cost = exec.reversal_cost();
         let lanes = built
             .into_iter()
             .map(|lane| match lane {
                 Ok((strategy, slots)) => Lane::Live {
                     strategy,
-                    account: Account::new(),
+                    account: Account::new().with_reversal_cost(reversal_cost),
                     slots,
                     closes: Vec::new(),
                 },
@@ -134,6 +137,7 @@ impl<S: Strategy> Kernel<S> {
             window: Window::new(lookback, <S::Feed as Feed>::COLUMNS.len()),
             pool,
             cost: exec.cost_rate(),
+            reversal_cost,
             max_leverage: exec.max_leverage,
             conventions: Conventions::of(exec),
             seen: 0,
@@ -171,7 +175,10 @@ impl<S: Strategy> Kernel<S> {
 
     /// Books every lane's round trips (see [`Kernel::take_trades`]).
     pub(crate) fn logging_trades(mut self) -> Self {
-        self.trades = Some(vec![TargetTrades::default(); self.lanes.len()]);
+        self.trades = Some(vec![
+            TargetTrades::new(self.reversal_cost);
+            self.lanes.len()
+        ]);
         self
     }
 

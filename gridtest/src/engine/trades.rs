@@ -107,9 +107,20 @@ struct Entry {
 pub(super) struct TargetTrades {
     open: Option<Entry>,
     closed: Vec<Trade>,
+    /// The cost rate of a reversal's opening part when the round trip it opens pays it
+    /// ([`ReversalFee::Split`](super::ReversalFee::Split)); 0 otherwise.
+    reversal_cost: f64,
 }
 
 impl TargetTrades {
+    /// A book whose reversals charge `reversal_cost` of the new position to the trip they open.
+    pub(super) fn new(reversal_cost: f64) -> Self {
+        Self {
+            reversal_cost,
+            ..Self::default()
+        }
+    }
+
     /// Books `fill`, which moved the target from `held` to `now`; `entry_equity` is the
     /// account's reference after it (`Account::entry_equity`): the equity before the fee of an
     /// entry, the equity after a closing fill.
@@ -134,6 +145,7 @@ impl TargetTrades {
             return;
         }
         let after = entry_equity;
+        let opening = self.reversal_cost * now.abs() * fill.equity;
         self.closed.push(Trade {
             size: open.size,
             entry_index: open.index,
@@ -144,10 +156,11 @@ impl TargetTrades {
             exit_price: Some(fill.price),
             pnl: after - open.equity,
             ret: after / open.equity - 1.0,
-            fees: open.fees + fill.fee,
+            fees: open.fees + fill.fee - opening,
             end: TradeEnd::Target,
         });
-        self.open = (now != 0.0).then(|| entry(now.abs() * after / fill.price, after, 0.0));
+        let units = now.abs() * fill.equity / fill.price;
+        self.open = (now != 0.0).then(|| entry(units, after, opening));
     }
 
     /// The round trips, the open one marked at `equity` (the lane's equity after the last
@@ -269,7 +282,11 @@ mod tests {
         let mut t = TargetTrades::default();
         t.on_fill(&fill(1, 100.0, 0.01), 0.0, 1.0, 1.0);
         t.on_fill(&fill(2, 105.0, 0.005), 1.0, 0.5, 1.05);
-        t.on_fill(&fill(3, 110.0, 0.02), 0.5, -1.0, 1.08);
+        let reversal = Fill {
+            equity: 1.08,
+            ..fill(3, 110.0, 0.02)
+        };
+        t.on_fill(&reversal, 0.5, -1.0, 1.08);
         let trades = t.finish(1.0);
         assert_eq!(trades.len(), 2);
         let (first, second) = (trades[0], trades[1]);

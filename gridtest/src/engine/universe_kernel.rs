@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::book::Book;
 use super::checkpoint::CheckpointError;
 use super::day_returns::DayReturns;
-use super::exec_model::{ExecModel, RatioConvention};
+use super::exec_model::{ExecModel, RatioConvention, ReversalFee};
 use super::finish::{Conventions, Outcomes};
 use super::kernel::build_strategy;
 use super::trace::{CellTrace, Fill, Side};
@@ -74,6 +74,8 @@ pub(crate) struct UniverseKernel<S: Strategy> {
     /// Slices closed so far.
     slices: u64,
     cost: f64,
+    /// Whether a reversal's opening part is charged to the round trip it opens.
+    split_reversals: bool,
     max_leverage: f64,
     conventions: Conventions,
     record_days: bool,
@@ -107,6 +109,7 @@ impl<S: Strategy> UniverseKernel<S> {
             open: None,
             slices: 0,
             cost: exec.cost_rate(),
+            split_reversals: exec.reversal_fee == ReversalFee::Split,
             max_leverage: exec.max_leverage,
             conventions: Conventions::of(exec),
             record_days: exec.ratios == RatioConvention::Geometric,
@@ -159,7 +162,7 @@ impl<S: Strategy> UniverseKernel<S> {
         self.marks = vec![0.0; n];
         for lane in &mut self.lanes {
             if let Lane::Live { book, .. } = lane {
-                *book = Some(Book::new(n));
+                *book = Some(Book::new(n).splitting_reversals(self.split_reversals));
             }
         }
         if let Some(trace) = self.trace.as_mut() {
