@@ -29,10 +29,11 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    /// Every cell failed with `failure`.
-    fn failed(n: usize, failure: &CellFailure) -> Self {
+    /// `cells` with nothing kept beside them.
+    fn bare(cells: Vec<CellOutcome>) -> Self {
+        let n = cells.len();
         Self {
-            cells: (0..n).map(|_| Err(failure.clone())).collect(),
+            cells,
             days: DayReturns {
                 days: Vec::new(),
                 per_set: vec![Vec::new(); n],
@@ -57,7 +58,7 @@ pub fn run_chunk_with<S: Strategy>(
     run_source_with::<S>(&mut batches, (kind, data.n_days()), sets, exec, keep).unwrap_or_else(
         |e| {
             let failure = CellFailure::new(FailureKind::Data, format!("shard {shard}: {e}"));
-            Recorded::failed(sets.len(), &failure)
+            Recorded::bare(sets.iter().map(|_| Err(failure.clone())).collect())
         },
     )
 }
@@ -75,15 +76,7 @@ pub fn run_source_with<S: Strategy>(
     keep: Keep,
 ) -> Result<Recorded, DataError> {
     let Some(mut kernel) = super::kernel_for::<S>(kind, sets, exec) else {
-        let cells = super::kind_mismatch::<S>(kind, sets);
-        return Ok(Recorded {
-            days: DayReturns {
-                days: Vec::new(),
-                per_set: vec![Vec::new(); sets.len()],
-            },
-            trades: vec![Vec::new(); sets.len()],
-            cells,
-        });
+        return Ok(Recorded::bare(super::kind_mismatch::<S>(kind, sets)));
     };
     if keep.days {
         kernel = kernel.recording_days();
