@@ -4,12 +4,14 @@
 //! README's), a strategy with an edge planted for one parameter set (to test searches), and two
 //! portfolio strategies over universes: pairs trading on a spread's z-score and cross-sectional
 //! momentum. `shared` holds the crossover, momentum and breakout again with their indicators
-//! declared as shared series (computed once per distinct parameter value).
+//! declared as shared series (computed once per distinct parameter value), and
+//! `indicator_mix` eight of pandas' indicators in one strategy, kept per set and shared.
 //! Read them as templates for your own.
 
 pub mod bench_head;
 pub mod breakout;
 pub mod breakout_orders;
+pub mod indicator_mix;
 pub mod momentum;
 pub mod pairs;
 pub mod planted;
@@ -20,9 +22,13 @@ pub mod sma;
 pub use bench_head::bench_head;
 pub use breakout::{Breakout, BreakoutParams};
 pub use breakout_orders::{BreakoutOrders, Channel};
+pub use indicator_mix::{IndicatorMix, IndicatorMixShared, MixParams};
 pub use momentum::{Momentum, MomentumParams};
 pub use pairs::{PairsParams, PairsZScore};
 pub use planted::{Planted, PlantedParams, planted_key, planted_prices, planted_side};
 pub use rotation::{Rotation, RotationParams};
-pub use shared::{BreakoutShared, MomentumShared, PriceChange, PriorChannel, SmaCrossoverShared};
+pub use shared::{
+    BreakoutShared, MomentumShared, PriceChange, PriorChannel, SmaCrossoverIndicators,
+    SmaCrossoverShared,
+};
 pub use sma::{SmaCrossover, SmaCrossoverOrders, SmaParams};

@@ -1,9 +1,11 @@
-//! The SMA crossover, momentum and breakout strategies again, each indicator declared as a
-//! shared series ([`Strategy::shared`]): computed once per distinct parameter value for all
-//! the lanes of a unit, instead of once per lane. Their decisions are those of
+//! The SMA crossover (twice: on [`SharedMean`]s, and on pandas-exact [`Indicator`]s as the
+//! README writes it), momentum and breakout strategies again, each indicator declared as a
+//! shared series ([`Strategy::shared`]): computed once per distinct parameter value for all the
+//! lanes of a unit, instead of once per lane. Their decisions are those of
 //! [`SmaCrossover`](crate::SmaCrossover), [`Momentum`](crate::Momentum) and
-//! [`Breakout`](crate::Breakout) exactly (the same operations on the same values), so every
-//! cell is bit-identical; what changes is the work per event.
+//! [`Breakout`](crate::Breakout) exactly (the same operations on the same values; for the
+//! crossover on `Indicator`s, on prices whose window sums are exact, as W1's), so every cell is
+//! bit-identical; what changes is the work per event.
 
 use gridtest::prelude::*;
 use gridtest::serde::{Deserialize, Serialize};
@@ -68,6 +70,39 @@ __device__ double gt_step(double* s, const double* p, const double* const* col, 
     return 0.0;
 }
 "#;
+
+/// The W1 crossover as the README writes it first: pandas' `rolling(n).mean()` of the price
+/// ([`Indicator::sma`]) for both windows, declared shared, so each distinct window is computed
+/// once per unit; long while the fast mean is above the slow one. Before a window is full its
+/// mean is NaN and the comparison false: no warm-up count. On W1's prices (a binary grid, every
+/// window sum exact) its cells are those of [`SmaCrossover`](crate::SmaCrossover).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "gridtest::serde")]
+pub struct SmaCrossoverIndicators;
+
+#[gridtest::strategy(name = "sma_crossover_indicators", version = "1", carry)]
+impl Strategy for SmaCrossoverIndicators {
+    type Params = SmaParams;
+    type Feed = Ticks;
+
+    fn new(_: &SmaParams) -> Self {
+        Self
+    }
+
+    fn shared(p: &SmaParams, series: &mut SharedSeries<Ticks>) {
+        series.add(Indicator::sma(p.fast)); // slot 0
+        series.add(Indicator::sma(p.slow)); // slot 1
+    }
+
+    #[inline(always)]
+    fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
+        if now.shared(0) > now.shared(1) {
+            1.0
+        } else {
+            0.0
+        }
+    }
+}
 
 /// The relative change of the price over `window` ticks, `p / p₋window − 1` (shared by every
 /// threshold of a window).

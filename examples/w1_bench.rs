@@ -6,10 +6,13 @@
 //! `--synth-days N` instead generates (if absent) a synthetic W1-shaped dataset of N days under
 //! `data/bench-<N>d` and runs on it (no reference), to show how memory behaves as history grows;
 //! `--cache-mb 0` streams every shard; `--unit-evals` sizes the work units (the library's
-//! default otherwise). `--indicators shared` runs the crossover on shared
-//! means (`SmaCrossoverShared`: each distinct window computed once per unit), `--indicators
-//! both` runs the per-lane one and then the shared one and prints their ratio (each checked
-//! against the reference). The engine steps its lanes with the best vector instructions the
+//! default otherwise). `--indicators` lists the forms of the strategy to run, one after the
+//! other: `own` (per-lane rolling means, the default), `shared` (shared means,
+//! `SmaCrossoverShared`: each distinct window computed once per unit) and `readme` (the
+//! README's first form, pandas-exact `Indicator::sma`s declared shared,
+//! `SmaCrossoverIndicators`); with several (`--indicators readme,shared`) every cell of each
+//! must equal the first's, and each one's throughput ratio to the first is printed (each run
+//! checked against the reference). The engine steps its lanes with the best vector instructions the
 //! CPU has (printed as `event step`); `GRIDTEST_SIMD=baseline|avx2|avx512` lowers them, to
 //! measure each instruction set on one machine.
 //!
@@ -20,8 +23,8 @@
 //! `--strategy momentum` (long/short ticks, 1 000 sets, on W1) or `--strategy breakout`
 //! (long/short bars, 240 sets, on a synthetic bar dataset generated under
 //! `data/gpu-bench-bars` if absent) run those grids instead, per lane (`Momentum`,
-//! `Breakout`) and on shared series (`MomentumShared`, `BreakoutShared`); with `--indicators
-//! both` every cell of the shared run must equal the per-lane one.
+//! `Breakout`) and on shared series (`MomentumShared`, `BreakoutShared`); `--indicators
+//! own,shared` compares them.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,7 +35,8 @@ use gridtest::data::{Dataset, Shard, synth};
 use gridtest::prelude::*;
 use gridtest::{CellOutcome, DataKind, RunOptions};
 use gridtest_examples::{
-    Breakout, BreakoutShared, Momentum, MomentumShared, SmaCrossover, SmaCrossoverShared,
+    Breakout, BreakoutShared, Momentum, MomentumShared, SmaCrossover, SmaCrossoverIndicators,
+    SmaCrossoverShared,
 };
 
 #[path = "w1_reference.rs"]
@@ -62,10 +66,11 @@ struct Args {
     /// Runs (the best compute time is reported).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
-    /// Where the strategy's rolling means live: per lane (`own`), shared (`shared`), or both,
-    /// one after the other, with their ratio.
-    #[arg(long, value_enum, default_value_t = Indicators::Own)]
-    indicators: Indicators,
+    /// The forms of the strategy to run, in order: per-lane indicators (`own`), shared means
+    /// (`shared`), the README's pandas-exact shared indicators (`readme`); with several, every
+    /// cell must equal the first's and each ratio to the first is printed.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "own")]
+    indicators: Vec<Form>,
     /// The workload: the W1 crossover, or the momentum or breakout grid.
     #[arg(long, value_enum, default_value_t = Workload::SmaCrossover)]
     strategy: Workload,
@@ -85,16 +90,18 @@ enum Workload {
 }
 
 impl Workload {
-    /// The per-lane and the shared-series sweep of the workload's strategy.
-    fn sweeps(self) -> (Sweep, Sweep) {
-        match self {
-            Self::SmaCrossover => (
-                Sweep::of::<SmaCrossover>(),
-                Sweep::of::<SmaCrossoverShared>(),
-            ),
-            Self::Momentum => (Sweep::of::<Momentum>(), Sweep::of::<MomentumShared>()),
-            Self::Breakout => (Sweep::of::<Breakout>(), Sweep::of::<BreakoutShared>()),
-        }
+    /// The sweep of the workload's strategy written in `form`.
+    fn sweep(self, form: Form) -> anyhow::Result<Sweep> {
+        Ok(match (self, form) {
+            (Self::SmaCrossover, Form::Own) => Sweep::of::<SmaCrossover>(),
+            (Self::SmaCrossover, Form::Shared) => Sweep::of::<SmaCrossoverShared>(),
+            (Self::SmaCrossover, Form::Readme) => Sweep::of::<SmaCrossoverIndicators>(),
+            (Self::Momentum, Form::Own) => Sweep::of::<Momentum>(),
+            (Self::Momentum, Form::Shared) => Sweep::of::<MomentumShared>(),
+            (Self::Breakout, Form::Own) => Sweep::of::<Breakout>(),
+            (Self::Breakout, Form::Shared) => Sweep::of::<BreakoutShared>(),
+            (_, Form::Readme) => bail!("the README's form is the crossover's only"),
+        })
     }
 
     /// The workload's grid (those of `gpu_bench`).
@@ -115,11 +122,22 @@ impl Workload {
     }
 }
 
+/// How the strategy keeps its indicators.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Indicators {
+enum Form {
     Own,
     Shared,
-    Both,
+    Readme,
+}
+
+impl Form {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Own => "per-lane indicators",
+            Self::Shared => "shared indicators",
+            Self::Readme => "the README's form (shared pandas-exact indicators)",
+        }
+    }
 }
 
 fn peak_rss_mib() -> f64 {
@@ -178,42 +196,38 @@ fn main() -> anyhow::Result<()> {
         gridtest::engine::SimdLevel::active().name(),
         gridtest::engine::SimdLevel::detected().name()
     );
-    let (own, shared) = args.strategy.sweeps();
     let mut runs = Vec::new();
-    if args.indicators != Indicators::Shared {
-        runs.push(measure(
-            "per-lane indicators",
-            own,
-            &data,
-            &args,
-            &opts,
-            &runtime,
-        )?);
+    for &form in &args.indicators {
+        let sweep = args.strategy.sweep(form)?;
+        runs.push(measure(form.label(), sweep, &data, &args, &opts, &runtime)?);
     }
-    if args.indicators != Indicators::Own {
-        runs.push(measure(
-            "shared indicators",
-            shared,
-            &data,
-            &args,
-            &opts,
-            &runtime,
-        )?);
-    }
-    if let [(own, own_cells), (shared, shared_cells)] = &runs[..] {
-        let same = own_cells
-            .iter()
-            .zip(shared_cells)
-            .filter(|(a, b)| a == b)
-            .count();
-        if own_cells.len() != shared_cells.len() || same != own_cells.len() {
-            bail!(
-                "shared and per-lane cells differ: {same} of {} equal",
-                own_cells.len()
+    if let [(first, first_cells), others @ ..] = &runs[..] {
+        for ((rate, cells), form) in others.iter().zip(&args.indicators[1..]) {
+            let same = first_cells
+                .iter()
+                .zip(cells)
+                .filter(|(a, b)| a == b)
+                .count();
+            if first_cells.len() != cells.len() || same != first_cells.len() {
+                bail!(
+                    "{} and {} differ: {same} of {} cells equal",
+                    form.label(),
+                    args.indicators[0].label(),
+                    first_cells.len()
+                );
+            }
+            println!(
+                "{} = {}: {same} cells, every one equal",
+                form.label(),
+                args.indicators[0].label()
+            );
+            println!(
+                "{} / {}: {:.2}×",
+                form.label(),
+                args.indicators[0].label(),
+                rate / first
             );
         }
-        println!("shared = per-lane  {same} cells, every one equal");
-        println!("shared / per-lane  {:.2}×", shared / own);
     }
     if args.trades {
         compare_with_trades(&data, &args, &opts, &runtime, runs.first())?;
@@ -230,8 +244,8 @@ fn compare_with_trades(
     runtime: &tokio::runtime::Runtime,
     plain: Option<&(f64, Vec<Cell>)>,
 ) -> anyhow::Result<()> {
-    let Some((plain, plain_cells)) = plain else {
-        bail!("--trades compares with the per-lane run: drop --indicators shared");
+    let (Some((plain, plain_cells)), [Form::Own, ..]) = (plain, &args.indicators[..]) else {
+        bail!("--trades compares with the per-lane run: run `own` first");
     };
     let with = RunOptions {
         trades: true,
@@ -239,7 +253,7 @@ fn compare_with_trades(
     };
     let (traded, cells) = measure(
         "per-lane indicators, every trade written",
-        args.strategy.sweeps().0,
+        args.strategy.sweep(Form::Own)?,
         data,
         args,
         &with,

@@ -1,7 +1,7 @@
 //! A history run a slice of days at a time, every lane saved to bytes and restored between
 //! slices ([`Chain`]), against one run over the whole history: the cells must be equal bit for
-//! bit, for the W1 crossover (lane by lane and on shared means, in vector blocks), momentum, a
-//! breakout on bars, fractional, clamped, long-short targets, the orders path (the crossover
+//! bit, for the W1 crossover (lane by lane, on shared means and on shared pandas indicators, in
+//! vector blocks), momentum, a breakout on bars, eight shared pandas indicators on bars, fractional, clamped, long-short targets, the orders path (the crossover
 //! through orders, a breakout with stops and take-profits) and portfolios over universes (pairs
 //! trading, cross-sectional momentum).
 
@@ -11,8 +11,8 @@ use gridtest::prelude::*;
 use gridtest::serde::{Deserialize, Serialize};
 use gridtest::{CellOutcome, DataKind, ExecModel};
 use gridtest_examples::{
-    Breakout, BreakoutOrders, Momentum, MomentumShared, PairsZScore, Rotation, SmaCrossover,
-    SmaCrossoverOrders, SmaCrossoverShared,
+    Breakout, BreakoutOrders, IndicatorMixShared, Momentum, MomentumShared, PairsZScore, Rotation,
+    SmaCrossover, SmaCrossoverIndicators, SmaCrossoverOrders, SmaCrossoverShared,
 };
 
 const DAY: i64 = 86_400_000_000_000;
@@ -202,6 +202,7 @@ fn the_w1_crossover_in_slices_equals_the_uncut_run_bit_for_bit() {
     let exec = ExecModel::default();
     assert_chains_exactly::<SmaCrossover>(&h, &sma_sets(), &exec);
     assert_chains_exactly::<SmaCrossoverShared>(&h, &sma_sets(), &exec);
+    assert_chains_exactly::<SmaCrossoverIndicators>(&h, &sma_sets(), &exec);
 }
 
 #[test]
@@ -223,6 +224,15 @@ fn momentum_and_a_breakout_on_bars_in_slices_equal_the_uncut_run() {
         .iter()
         .collect::<Vec<_>>();
     assert_chains_exactly::<Breakout>(&bars, &breakout, &exec.clone().with_commission_bps(2.0));
+
+    // Eight pandas indicators shared (their running state carried in the checkpoint).
+    let mix = Grid::new()
+        .axis("window", [5_i64, 40])
+        .axis("periods", [3_i64, 14])
+        .axis("k", [2.0])
+        .iter()
+        .collect::<Vec<_>>();
+    assert_chains_exactly::<IndicatorMixShared>(&bars, &mix, &exec);
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! Shared indicator series: strategies that declare their indicators as shared series decide
-//! exactly as those that keep them per lane (every cell bit-identical, on the targets and the
-//! orders paths), W1 still matches its reference, and a shared series that panics fails only
+//! Shared indicator series: strategies that declare their indicators as shared series (shared
+//! means, pandas' indicators, their own) decide exactly as those that keep them per lane (every
+//! cell bit-identical, on the targets and the orders paths), W1 still matches its reference, and a shared series that panics fails only
 //! the cells that read it, naming it.
 
 use gridtest::data::synth::SynthSpec;
@@ -8,8 +8,8 @@ use gridtest::prelude::*;
 use gridtest::{CellOutcome, SweepResults};
 
 use gridtest_examples::{
-    Breakout, BreakoutShared, Momentum, MomentumShared, SmaCrossover, SmaCrossoverOrders,
-    SmaCrossoverShared, SmaParams,
+    Breakout, BreakoutShared, IndicatorMix, IndicatorMixShared, Momentum, MomentumShared,
+    SmaCrossover, SmaCrossoverIndicators, SmaCrossoverOrders, SmaCrossoverShared, SmaParams,
 };
 use gridtest_tests::{Scratch, compare_w1, read_w1_csv, run, w1_grid, w1_smoke, w1_table};
 
@@ -40,8 +40,10 @@ fn assert_same_cells(a: &SweepResults, b: &SweepResults, cells: usize) {
     }
 }
 
+/// Shared means, and the README's first form (pandas' rolling means as shared `Indicator`s,
+/// no warm-up count): W1's cells bit for bit, and its reference.
 #[test]
-fn shared_means_reproduce_w1_bit_for_bit() {
+fn shared_means_and_the_readme_form_reproduce_w1_bit_for_bit() {
     let (data, reference) = w1_smoke();
     let sweep = |s: Sweep| {
         s.grid(w1_grid())
@@ -49,13 +51,50 @@ fn shared_means_reproduce_w1_bit_for_bit() {
             .commission_bps(1.0)
     };
     let own = run(&sweep(Sweep::of::<SmaCrossover>()));
-    let shared = run(&sweep(Sweep::of::<SmaCrossoverShared>()));
-    assert_same_cells(&shared, &own, 2 * 955);
-    let diff = compare_w1(&w1_table(&shared), &read_w1_csv(&reference)).unwrap();
-    assert_eq!(diff.cells, 1910);
-    assert_eq!(diff.total_return_rel, 0.0);
-    assert_eq!(diff.max_drawdown_abs, 0.0);
-    assert!(diff.sharpe_rel < 2e-11, "{diff:?}");
+    let forms = [
+        Sweep::of::<SmaCrossoverShared>(),
+        Sweep::of::<SmaCrossoverIndicators>(),
+    ];
+    for form in forms {
+        let shared = run(&sweep(form));
+        assert_same_cells(&shared, &own, 2 * 955);
+        let diff = compare_w1(&w1_table(&shared), &read_w1_csv(&reference)).unwrap();
+        assert_eq!(diff.cells, 1910);
+        assert_eq!(diff.total_return_rel, 0.0);
+        assert_eq!(diff.max_drawdown_abs, 0.0);
+        assert!(diff.sharpe_rel < 2e-11, "{diff:?}");
+    }
+}
+
+/// Eight pandas indicators (EMA, z-score, rolling max and min of other columns, RSI, ATR,
+/// both Bollinger bands) shared give the cells of the same indicators kept per set, on bars.
+#[test]
+fn shared_pandas_indicators_give_the_cells_of_per_set_ones() {
+    let bars = Scratch::new();
+    bars.synth(&SynthSpec {
+        symbols: 2,
+        days: 2,
+        ticks_per_day: 20_000,
+        ticks_per_bar: Some(20),
+        ..SynthSpec::default()
+    });
+    let grid = Grid::new()
+        .axis("window", [10, 30])
+        .axis("periods", [7, 14])
+        .axis("k", [1.5, 2.0]);
+    let sweep = |s: Sweep| {
+        s.grid(grid.clone())
+            .data(bars.location())
+            .commission_bps(1.0)
+    };
+    let own = run(&sweep(Sweep::of::<IndicatorMix>()));
+    let shared = run(&sweep(Sweep::of::<IndicatorMixShared>()));
+    assert_same_cells(&shared, &own, 2 * 8);
+    let traded = shared.cells().unwrap();
+    assert!(
+        traded.values().all(|o| o.as_ref().unwrap().trades > 10),
+        "every set trades: {traded:?}"
+    );
 }
 
 #[test]

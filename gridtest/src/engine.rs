@@ -20,6 +20,7 @@ mod cell;
 mod chain;
 mod checkpoint;
 mod day_returns;
+mod exact_means;
 mod exec_model;
 mod finish;
 mod kernel;

@@ -6,8 +6,8 @@ pub use crate::indicators::{
 };
 pub use crate::params::{Grid, ParamKind, ParamSet, ParamValue, float_range};
 pub use crate::strategy::{
-    Bars, Cursor, GpuCode, RegisteredStrategy, Series, SharedMean, SharedSeries, Slice, Strategy,
-    Ticks, Tile, pack_numeric,
+    Bars, Cursor, Feed, GpuCode, Indicator, RegisteredStrategy, Series, SharedMean, SharedSeries,
+    Slice, Strategy, Ticks, Tile, pack_numeric,
 };
 pub use crate::sweep::Sweep;
 pub use crate::{Choice, Params};

@@ -99,6 +99,9 @@ pub struct StrategyEntry {
     /// The shared series a parameter set declares, as a device computes them (the GPU path
     /// needs them).
     pub device_series: fn(&ParamSet) -> DeviceSeries,
+    /// The first shared series a parameter set declares whose state cannot be carried from one
+    /// slice of a history to the next (its Rust type), if any.
+    pub uncarried_series: fn(&ParamSet) -> Option<&'static str>,
 }
 
 /// The shared series ([`Strategy::shared`]) one parameter set declares, as a device sees them.
@@ -149,6 +152,7 @@ pub const fn entry<S: RegisteredStrategy>() -> StrategyEntry {
         gpu: gpu_code_of::<S>,
         lookback: lookback_of::<S>,
         device_series: device_series_of::<S>,
+        uncarried_series: uncarried_series_of::<S>,
     }
 }
 
@@ -167,20 +171,27 @@ fn lookback_of<S: Strategy>(set: &ParamSet) -> Option<usize> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| S::new(&params).lookback())).ok()
 }
 
-fn device_series_of<S: Strategy>(set: &ParamSet) -> DeviceSeries {
-    let Ok(params) = <S::Params as Params>::from_param_set(set) else {
-        return DeviceSeries::Refused;
-    };
-    let declared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+/// The series `set` declares; `None` when it does not fit or `shared` panics.
+fn declared_series<S: Strategy>(set: &ParamSet) -> Option<SharedSeries<S::Feed>> {
+    let params = <S::Params as Params>::from_param_set(set).ok()?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut series = SharedSeries::<S::Feed>::default();
         S::shared(&params, &mut series);
         series
-    }));
-    match declared.map(|series| series.mean_keys()) {
-        Ok(Ok(keys)) => DeviceSeries::Means(keys),
-        Ok(Err(type_name)) => DeviceSeries::Unsupported(type_name),
-        Err(_) => DeviceSeries::Refused,
+    }))
+    .ok()
+}
+
+fn device_series_of<S: Strategy>(set: &ParamSet) -> DeviceSeries {
+    match declared_series::<S>(set).map(|series| series.mean_keys()) {
+        Some(Ok(keys)) => DeviceSeries::Means(keys),
+        Some(Err(type_name)) => DeviceSeries::Unsupported(type_name),
+        None => DeviceSeries::Refused,
     }
+}
+
+fn uncarried_series_of<S: Strategy>(set: &ParamSet) -> Option<&'static str> {
+    declared_series::<S>(set)?.uncarried()
 }
 
 /// Every registered strategy, in link order.

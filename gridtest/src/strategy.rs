@@ -15,6 +15,7 @@ use crate::params::{ParamError, ParamSet, ParamValue, Params};
 
 mod carry;
 mod cursor;
+mod indicator;
 mod shared;
 mod slice;
 
@@ -22,6 +23,7 @@ pub use carry::CarryError;
 #[doc(hidden)]
 pub use carry::{restore as restore_carried, save as save_carried};
 pub use cursor::Cursor;
+pub use indicator::Indicator;
 pub(crate) use shared::AnySeries;
 pub use shared::{MAX_SHARED, MeanKey, Series, SharedMean, SharedSeries, Tile};
 pub(crate) use slice::Quotes;

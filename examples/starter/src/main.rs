@@ -26,7 +26,6 @@ pub struct RsiParams {
 
 /// Long while the RSI recovers from oversold, flat otherwise.
 pub struct RsiReversion {
-    rsi: Rsi,
     params: RsiParams,
     long: bool,
 }
@@ -38,14 +37,19 @@ impl Strategy for RsiReversion {
 
     fn new(p: &RsiParams) -> Self {
         Self {
-            rsi: Rsi::new(p.period),
             params: p.clone(),
             long: false,
         }
     }
 
+    /// The RSI of a period is computed once for every set with that period (pandas' Wilder
+    /// RSI: NaN on the first tick, then its value).
+    fn shared(p: &RsiParams, series: &mut SharedSeries<Ticks>) {
+        series.add(Indicator::rsi(p.period)); // slot 0
+    }
+
     fn on_data(&mut self, now: &Cursor<'_, Ticks>) -> f64 {
-        let rsi = self.rsi.push(now.price());
+        let rsi = now.shared(0);
         if rsi < self.params.oversold {
             self.long = true;
         } else if rsi > self.params.exit {

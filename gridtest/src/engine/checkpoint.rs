@@ -15,10 +15,11 @@ pub enum CheckpointError {
     /// The strategy cannot carry its state (or its state did not encode or decode).
     #[error(transparent)]
     Strategy(#[from] CarryError),
-    /// A shared series other than a [`SharedMean`](crate::strategy::SharedMean) holds state the
-    /// engine cannot save.
+    /// A shared series other than a [`SharedMean`](crate::strategy::SharedMean) or an
+    /// [`Indicator`](crate::strategy::Indicator) holds state the engine cannot save.
     #[error(
-        "shared series {series} cannot be carried between slices of a history (a SharedMean can)"
+        "shared series {series} cannot be carried between slices of a history (a SharedMean or \
+         an Indicator can)"
     )]
     Series {
         /// The series' type.
@@ -36,7 +37,7 @@ pub enum CheckpointError {
 }
 
 /// What a checkpoint's bytes start with; changes whenever what a kernel saves changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// The state of every lane of a run after some whole slices of a history: what the next slice
 /// starts from. Made by [`Chain::checkpoint`](super::Chain::checkpoint), taken up by

@@ -94,17 +94,22 @@ impl MeanGroups {
             .collect()
     }
 
-    /// Takes up the states [`MeanGroups::save`] gave; `false` (nothing changed) unless they are
-    /// means of the same windows in the same order.
-    pub(super) fn restore(&mut self, saved: &[RollingMean]) -> bool {
+    /// Whether `saved` are the states of means of the same windows in the same order.
+    pub(super) fn fits(&self, saved: &[RollingMean]) -> bool {
         let count = self.groups.iter().map(|g| g.members.len()).sum::<usize>();
-        let fits = count == saved.len()
+        count == saved.len()
             && self
                 .groups
                 .iter()
                 .flat_map(|g| &g.members)
                 .zip(saved)
-                .all(|(m, s)| m.mean.window() == s.window());
+                .all(|(m, s)| m.mean.window() == s.window())
+    }
+
+    /// Takes up the states [`MeanGroups::save`] gave; `false` (nothing changed) unless they
+    /// [fit](MeanGroups::fits).
+    pub(super) fn restore(&mut self, saved: &[RollingMean]) -> bool {
+        let fits = self.fits(saved);
         if fits {
             let members = self.groups.iter_mut().flat_map(|g| g.members.iter_mut());
             for (member, state) in members.zip(saved) {

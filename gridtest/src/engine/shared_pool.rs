@@ -3,6 +3,7 @@
 //! a buffer every lane that declared it reads.
 
 use super::checkpoint::CheckpointError;
+use super::exact_means::{ExactMeans, ExactState};
 use super::kernel::{TILE, build_strategy};
 use super::panic_capture;
 use super::shared_means::MeanGroups;
@@ -11,7 +12,7 @@ use super::window::Window;
 use super::{CellFailure, FailureKind};
 use crate::indicators::RollingMean;
 use crate::params::ParamSet;
-use crate::strategy::{AnySeries, Feed, MAX_SHARED, SharedMean, SharedSeries, Strategy};
+use crate::strategy::{AnySeries, Feed, Indicator, MAX_SHARED, SharedMean, SharedSeries, Strategy};
 
 /// Which series of the pool a lane reads, by its slots.
 #[derive(Clone, Copy, Debug, Default)]
@@ -66,6 +67,10 @@ pub(super) struct SharedPool<F: Feed> {
     /// one by one.
     is_mean: Vec<bool>,
     means: MeanGroups,
+    /// The [`Indicator::sma`]s, filled by `exact` while their columns' sums are exact.
+    exact: ExactMeans,
+    /// The series `means` or `exact` fill this tile.
+    grouped: Vec<bool>,
     /// The vector instructions the means' divisions run with.
     level: SimdLevel,
 }
@@ -81,6 +86,8 @@ impl<F: Feed> SharedPool<F> {
             any_failed: false,
             is_mean: Vec::new(),
             means: MeanGroups::default(),
+            exact: ExactMeans::default(),
+            grouped: Vec::new(),
             level: SimdLevel::active(),
         }
     }
@@ -104,12 +111,20 @@ impl<F: Feed> SharedPool<F> {
                 Some(id) => id,
                 None => {
                     let id = self.series.len();
+                    let key = u32::try_from(id).expect("fewer series than lanes");
                     let mean = series.as_any().downcast_ref::<SharedMean>();
                     if let Some(mean) = mean {
-                        self.means
-                            .add::<F>(u32::try_from(id).expect("fewer series than lanes"), mean);
+                        self.means.add::<F>(key, mean);
+                    }
+                    let pandas_mean = series
+                        .as_any()
+                        .downcast_ref::<Indicator>()
+                        .and_then(Indicator::mean_window);
+                    if let Some((column, window)) = pandas_mean {
+                        self.exact.add::<F>(key, column.unwrap_or(F::MARK), window);
                     }
                     self.is_mean.push(mean.is_some());
+                    self.grouped.push(mean.is_some() || pandas_mean.is_some());
                     self.series.push(series);
                     self.failed.push(None);
                     id
@@ -144,11 +159,15 @@ impl<F: Feed> SharedPool<F> {
         let n = window.len;
         self.means
             .fill(&tile, &mut self.values, self.tile, self.level);
+        let values = (&mut self.values[..], self.tile);
+        for id in self.exact.fill(&tile, values, &mut self.series, self.level) {
+            self.grouped[id as usize] = false;
+        }
         let chunks = self.values.chunks_mut(self.tile);
         let others = self.series.iter_mut().zip(chunks).zip(&mut self.failed);
         for ((series, out), failed) in others
-            .zip(&self.is_mean)
-            .filter_map(|(s, &m)| (!m).then_some(s))
+            .zip(&self.grouped)
+            .filter_map(|(s, &grouped)| (!grouped).then_some(s))
         {
             if failed.is_some() {
                 continue;
@@ -189,25 +208,43 @@ impl<F: Feed> SharedPool<F> {
     }
 }
 
-/// What a pool carries from one slice of a history to the next: the running state of its means
-/// and which series failed.
+/// What a pool carries from one slice of a history to the next: the running state of its means,
+/// of its [`Indicator`]s and of the means among them filled as exact sums, and which series
+/// failed.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct PoolState {
     means: Vec<RollingMean>,
+    indicators: Vec<Indicator>,
+    exact: Vec<ExactState>,
     failed: Vec<Option<String>>,
 }
 
 impl<F: Feed> SharedPool<F> {
+    /// The series other than the means, in order.
+    fn others(&self) -> impl Iterator<Item = &dyn AnySeries<F>> {
+        self.series
+            .iter()
+            .zip(&self.is_mean)
+            .filter_map(|(s, &mean)| (!mean).then_some(&**s))
+    }
+
     /// The pool's state; [`CheckpointError::Series`] naming a series that cannot be carried
-    /// (only [`SharedMean`]s are) otherwise.
+    /// (only [`SharedMean`]s and [`Indicator`]s are) otherwise.
     pub(super) fn save(&self) -> Result<PoolState, CheckpointError> {
-        if let Some((series, _)) = self.series.iter().zip(&self.is_mean).find(|(_, m)| !**m) {
-            return Err(CheckpointError::Series {
-                series: series.type_name(),
-            });
-        }
+        let indicators = self
+            .others()
+            .map(|series| {
+                series.as_any().downcast_ref::<Indicator>().cloned().ok_or(
+                    CheckpointError::Series {
+                        series: series.type_name(),
+                    },
+                )
+            })
+            .collect::<Result<_, _>>()?;
         Ok(PoolState {
             means: self.means.save(),
+            indicators,
+            exact: self.exact.save(),
             failed: self.failed.clone(),
         })
     }
@@ -215,8 +252,29 @@ impl<F: Feed> SharedPool<F> {
     /// Takes up `state`; `false` (nothing changed) unless it is the state of a pool of the same
     /// series.
     pub(super) fn restore(&mut self, state: PoolState) -> bool {
-        if state.failed.len() != self.failed.len() || !self.means.restore(&state.means) {
+        let fits = state.failed.len() == self.failed.len()
+            && state.indicators.len() == self.others().count()
+            && self
+                .others()
+                .zip(&state.indicators)
+                .all(|(held, saved)| held.as_any().downcast_ref::<Indicator>() == Some(saved));
+        if !fits || !self.means.fits(&state.means) || !self.exact.restore(&state.exact) {
             return false;
+        }
+        self.means.restore(&state.means);
+        self.grouped.clone_from(&self.is_mean);
+        for id in self.exact.ids() {
+            self.grouped[id as usize] = true;
+        }
+        let others = self
+            .series
+            .iter_mut()
+            .zip(&self.is_mean)
+            .filter_map(|(s, &mean)| (!mean).then_some(s));
+        for (held, saved) in others.zip(state.indicators) {
+            if let Some(indicator) = held.as_any_mut().downcast_mut::<Indicator>() {
+                *indicator = saved;
+            }
         }
         self.any_failed = state.failed.iter().any(Option::is_some);
         self.failed = state.failed;

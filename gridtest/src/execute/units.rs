@@ -12,7 +12,6 @@ use crate::data::{ListedFile, ShardInfo};
 use crate::error::{Error, Result};
 use crate::params::SetPlace;
 use crate::persist::RecordedCell;
-use crate::registry::DeviceSeries;
 use crate::sweep::output::ORDERED_BUFFER;
 use crate::sweep::{
     CellKey, FinalCell, SetSpan, SliceChain, UnitId, WorkUnit, chunk_size, cut_days,
@@ -245,14 +244,13 @@ fn slicing_refusal(plan: &Plan) -> Option<String> {
     }
     let whole = 0..plan.spec.grid.product_len() as u64;
     let (_, first) = plan.spec.grid.slice(whole).next()?;
-    match (strategy.device_series)(&first) {
-        DeviceSeries::Unsupported(series) => Some(format!(
-            "strategy `{}` shares the series {series}, whose state cannot be carried (only \
-             SharedMean's is)",
+    (strategy.uncarried_series)(&first).map(|series| {
+        format!(
+            "strategy `{}` shares the series {series}, whose state cannot be carried (a \
+             SharedMean's or an Indicator's can)",
             strategy.name
-        )),
-        _ => None,
-    }
+        )
+    })
 }
 
 /// The chain of a history read by slices: one when the history streams and the strategy

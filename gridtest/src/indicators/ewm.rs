@@ -68,6 +68,13 @@ impl Ewm {
         self.value
     }
 
+    /// The smoothing factor.
+    #[inline(always)]
+    #[must_use]
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
     /// The latest mean (NaN before the first value).
     #[inline(always)]
     #[must_use]

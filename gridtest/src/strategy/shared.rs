@@ -8,7 +8,7 @@
 
 use std::any::Any;
 
-use super::{Feed, MAX_COLUMNS};
+use super::{Feed, Indicator, MAX_COLUMNS};
 use crate::indicators::RollingMean;
 
 /// Most shared series one parameter set may declare.
@@ -165,6 +165,15 @@ impl<F: Feed> SharedSeries<F> {
         self.declared
     }
 
+    /// The type name of the first declared series whose state cannot be carried from one slice
+    /// of a history to the next (neither a [`SharedMean`] nor an [`Indicator`]).
+    pub(crate) fn uncarried(&self) -> Option<&'static str> {
+        self.declared
+            .iter()
+            .find(|s| !(s.as_any().is::<SharedMean>() || s.as_any().is::<Indicator>()))
+            .map(|s| s.type_name())
+    }
+
     /// The declared series as [`MeanKey`]s, slot by slot; `Err` with the type name of the
     /// first that is not a [`SharedMean`].
     pub(crate) fn mean_keys(&self) -> Result<Vec<MeanKey>, &'static str> {
@@ -188,6 +197,7 @@ pub(crate) trait AnySeries<F: Feed>: Send {
     /// Whether `other` is a series of the same type, equal to this one.
     fn same(&self, other: &dyn AnySeries<F>) -> bool;
     fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
     fn type_name(&self) -> &'static str;
 }
 
@@ -205,6 +215,10 @@ impl<F: Feed, S: Series<F>> AnySeries<F> for S {
     }
 
     fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
 
