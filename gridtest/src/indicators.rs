@@ -19,6 +19,11 @@
 //!
 //! Each returns NaN where pandas does (before its window is full). `tests/indicators.rs`
 //! compares them with pandas on decimal prices.
+//!
+//! Kept in a strategy, each costs one per parameter set; declared as a shared series
+//! ([`Indicator`](crate::strategy::Indicator): `Indicator::sma(n)`, `Indicator::rsi(n)`, …),
+//! each distinct one is computed once per unit for every set that reads it, with the same
+//! values bit for bit.
 
 mod bands;
 mod ewm;
