@@ -14,9 +14,10 @@
 //!
 //! At the first tile where its column is not exact, each mean takes up the state pandas would
 //! have: its indicator is built afresh and fed the window's last values again (the same exact
-//! sum, zero compensations, ring, counts), then goes on event by event.
+//! sum, zero compensations, ring, counts), then goes on event by event, four means of the
+//! column in lockstep so that their chains of dependent operations overlap.
 
-use super::shared_means::MeanGroups;
+use super::shared_means::{GROUP, MeanGroups};
 use super::simd::SimdLevel;
 use crate::indicators::RollingMean;
 use crate::strategy::{AnySeries, Feed, Indicator, SharedMean, Tile};
@@ -38,6 +39,8 @@ struct ExactColumn {
     members: Vec<(u32, usize)>,
     /// The longest window.
     longest: usize,
+    /// Whether every sum of the column so far was exact (its means are filled as sums).
+    exact: bool,
 }
 
 impl ExactMeans {
@@ -52,6 +55,7 @@ impl ExactMeans {
                     means: MeanGroups::default(),
                     members: Vec::new(),
                     longest: 0,
+                    exact: true,
                 });
                 self.columns.len() - 1
             }
@@ -64,25 +68,22 @@ impl ExactMeans {
         exact.longest = exact.longest.max(window);
     }
 
-    /// Fills the means of every column still exact over `tile` (series `id`'s values at
-    /// `values[id * stride ..]`, NaN before its window is full, as pandas); a column that is not
-    /// exact any more hands each mean its state in `series`. Returns the ids of the means
-    /// left for `series` to fill from now on.
+    /// Fills every mean over `tile` (series `id`'s values at `values[id * stride ..]`, NaN
+    /// before its window is full, as pandas): those of a column still exact as sums; at the
+    /// first tile a column is not, each of its means takes up its state in `series`
+    /// ([`Indicator`]), and from then on they go event by event, [`GROUP`] in lockstep.
     pub(super) fn fill<F: Feed>(
         &mut self,
         tile: &Tile<'_, F>,
         (values, stride): (&mut [f64], usize),
         series: &mut [Box<dyn AnySeries<F>>],
         level: SimdLevel,
-    ) -> Vec<u32> {
-        let mut handed = Vec::new();
+    ) {
         let (lookback, n, seen) = (tile.lookback(), tile.len(), tile.first_index());
-        self.columns.retain_mut(|exact| {
+        for exact in &mut self.columns {
             let column = tile.column(exact.column);
-            if exact
-                .grid
-                .take(&column[lookback..lookback + n], exact.longest)
-            {
+            let events = &column[lookback..lookback + n];
+            if exact.exact && exact.grid.take(events, exact.longest) {
                 exact.means.fill(tile, &mut *values, stride, level);
                 for &(id, window) in &exact.members {
                     // NaN until the window is full: events before `window - 1 - seen`.
@@ -90,61 +91,90 @@ impl ExactMeans {
                         .map_or(n, |w| w.min(n));
                     values[id as usize * stride..][..warming].fill(f64::NAN);
                 }
-                return true;
+                continue;
             }
-            for &(id, window) in &exact.members {
-                let known = usize::try_from(seen).map_or(window, |s| s.min(window));
-                let last = &column[lookback - known..lookback];
-                if let Some(sma) = series[id as usize].as_any_mut().downcast_mut::<Indicator>() {
-                    sma.take_up_mean(last);
+            if exact.exact {
+                exact.exact = false;
+                for &(id, window) in &exact.members {
+                    let known = usize::try_from(seen).map_or(window, |s| s.min(window));
+                    indicator(&mut series[id as usize])
+                        .take_up_mean(&column[lookback - known..lookback]);
                 }
-                handed.push(id);
             }
-            false
-        });
-        handed
+            for group in exact.members.chunks(GROUP) {
+                let out = (&mut *values, stride);
+                match group.len() {
+                    1 => lockstep::<1, F>(group, events, series, out),
+                    2 => lockstep::<2, F>(group, events, series, out),
+                    3 => lockstep::<3, F>(group, events, series, out),
+                    _ => lockstep::<GROUP, F>(group, events, series, out),
+                }
+            }
+        }
     }
 
-    /// Ids of the means filled here (their columns exact so far).
-    pub(super) fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.columns
-            .iter()
-            .flat_map(|c| c.members.iter().map(|&(id, _)| id))
-    }
-
-    /// Each column's state: its grid and its means' running sums.
+    /// Each column's state: its grid, whether it is still exact, and its means' running sums.
     pub(super) fn save(&self) -> Vec<ExactState> {
         self.columns
             .iter()
             .map(|c| ExactState {
                 column: c.column,
                 grid: c.grid,
+                exact: c.exact,
                 means: c.means.save(),
             })
             .collect()
     }
 
-    /// Takes up the states [`ExactMeans::save`] gave: the columns not among them are exact no
-    /// more (their means were handed over before the save, and the caller restored their
-    /// indicators); `false` (nothing changed) unless every saved column is one of these.
+    /// Takes up the states [`ExactMeans::save`] gave (the means' indicators are the caller's to
+    /// restore); `false` (nothing changed) unless they are those of these columns and means.
     pub(super) fn restore(&mut self, saved: &[ExactState]) -> bool {
-        let fits = saved.iter().all(|s| {
-            self.columns
+        let fits = saved.len() == self.columns.len()
+            && self
+                .columns
                 .iter()
-                .any(|c| c.column == s.column && c.means.fits(&s.means))
-        });
+                .zip(saved)
+                .all(|(c, s)| c.column == s.column && c.means.fits(&s.means));
         if fits {
-            self.columns.retain_mut(|c| {
-                saved
-                    .iter()
-                    .find(|s| s.column == c.column)
-                    .is_some_and(|s| {
-                        c.grid = s.grid;
-                        c.means.restore(&s.means)
-                    })
-            });
+            for (c, s) in self.columns.iter_mut().zip(saved) {
+                c.grid = s.grid;
+                c.exact = s.exact;
+                c.means.restore(&s.means);
+            }
         }
         fits
+    }
+}
+
+/// The [`Indicator`] behind a pool series that is one.
+fn indicator<F: Feed>(series: &mut Box<dyn AnySeries<F>>) -> &mut Indicator {
+    series
+        .as_any_mut()
+        .downcast_mut::<Indicator>()
+        .expect("the exact means are Indicators")
+}
+
+/// Fills the `K` means of `group` (exactly) over `events`, pandas' compensated sums event by
+/// event, the `K` independent chains in flight together.
+fn lockstep<const K: usize, F: Feed>(
+    group: &[(u32, usize)],
+    events: &[f64],
+    series: &mut [Box<dyn AnySeries<F>>],
+    (values, stride): (&mut [f64], usize),
+) {
+    let ids: [usize; K] = std::array::from_fn(|k| group[k].0 as usize);
+    let held = series
+        .get_disjoint_mut(ids)
+        .expect("distinct series are distinct in the pool");
+    let means = held.map(|s| indicator(s).mean_mut().expect("a rolling mean"));
+    let n = events.len();
+    let outs = values
+        .get_disjoint_mut(ids.map(|id| id * stride..id * stride + n))
+        .expect("distinct series have disjoint ranges in the pool");
+    for (j, &x) in events.iter().enumerate() {
+        for k in 0..K {
+            outs[k][j] = means[k].push(x);
+        }
     }
 }
 
@@ -153,6 +183,7 @@ impl ExactMeans {
 pub(super) struct ExactState {
     column: usize,
     grid: BinaryGrid,
+    exact: bool,
     means: Vec<RollingMean>,
 }
 
@@ -236,11 +267,9 @@ mod tests {
         (exact, series)
     }
 
-    /// Fills every mean over events `start..end` as the pool does: the exact ones here, the
-    /// others (`handed`) event by event.
+    /// Fills every mean over events `start..end` as the pool does.
     fn fill(
         (exact, series): &mut (ExactMeans, Vec<Box<dyn AnySeries<Ticks>>>),
-        handed: &mut Vec<u32>,
         padded: &[f64],
         (start, end): (usize, usize),
         level: SimdLevel,
@@ -253,11 +282,7 @@ mod tests {
         let tile = Tile::<Ticks>::new(&ts[window], cols, LOOKBACK, start as u64);
         let (n, stride) = (end - start, 4_096);
         let mut values = vec![0.0; WINDOWS.len() * stride];
-        handed.extend(exact.fill(&tile, (&mut values, stride), series, level));
-        for &id in handed.iter() {
-            let out = &mut values[id as usize * stride..][..n];
-            series[id as usize].fill(&tile, out);
-        }
+        exact.fill(&tile, (&mut values, stride), series, level);
         values.chunks(stride).map(|v| v[..n].to_vec()).collect()
     }
 
@@ -286,7 +311,6 @@ mod tests {
         for level in SimdLevel::supported() {
             for restore_after in [1, 3, 4] {
                 let mut pool = pool();
-                let mut handed = Vec::new();
                 for (k, &(start, end)) in tiles.iter().enumerate() {
                     if k == restore_after {
                         let saved = pool.0.save();
@@ -300,11 +324,9 @@ mod tests {
                         for (held, saved) in pool.1.iter_mut().zip(indicators) {
                             *held.as_any_mut().downcast_mut::<Indicator>().unwrap() = saved;
                         }
-                        let exact: Vec<u32> = pool.0.ids().collect();
-                        handed.retain(|id| !exact.contains(id));
                     }
-                    let got = fill(&mut pool, &mut handed, &padded, (start, end), level);
-                    assert_eq!(handed.len(), if end > 2_000 { WINDOWS.len() } else { 0 });
+                    let got = fill(&mut pool, &padded, (start, end), level);
+                    assert_eq!(pool.0.columns[0].exact, end <= 2_000);
                     for ((w, got), expected) in WINDOWS.iter().zip(&got).zip(&expected) {
                         for (j, (g, e)) in got.iter().zip(&expected[start..end]).enumerate() {
                             assert_eq!(

@@ -67,9 +67,10 @@ pub(super) struct SharedPool<F: Feed> {
     /// one by one.
     is_mean: Vec<bool>,
     means: MeanGroups,
-    /// The [`Indicator::sma`]s, filled by `exact` while their columns' sums are exact.
+    /// The [`Indicator::sma`]s, filled by `exact` (as sums while their columns' sums are
+    /// exact, then several at a time).
     exact: ExactMeans,
-    /// The series `means` or `exact` fill this tile.
+    /// The series `means` or `exact` fill.
     grouped: Vec<bool>,
     /// The vector instructions the means' divisions run with.
     level: SimdLevel,
@@ -160,9 +161,7 @@ impl<F: Feed> SharedPool<F> {
         self.means
             .fill(&tile, &mut self.values, self.tile, self.level);
         let values = (&mut self.values[..], self.tile);
-        for id in self.exact.fill(&tile, values, &mut self.series, self.level) {
-            self.grouped[id as usize] = false;
-        }
+        self.exact.fill(&tile, values, &mut self.series, self.level);
         let chunks = self.values.chunks_mut(self.tile);
         let others = self.series.iter_mut().zip(chunks).zip(&mut self.failed);
         for ((series, out), failed) in others
@@ -262,10 +261,6 @@ impl<F: Feed> SharedPool<F> {
             return false;
         }
         self.means.restore(&state.means);
-        self.grouped.clone_from(&self.is_mean);
-        for id in self.exact.ids() {
-            self.grouped[id as usize] = true;
-        }
         let others = self
             .series
             .iter_mut()

@@ -230,6 +230,14 @@ impl Indicator {
         }
     }
 
+    /// Its running mean, if it is a rolling mean ([`Indicator::sma`]).
+    pub(crate) fn mean_mut(&mut self) -> Option<&mut Sma> {
+        match &mut self.state {
+            State::Sma(sma) => Some(sma),
+            _ => None,
+        }
+    }
+
     /// Takes up the state of a rolling mean whose last values (up to its window) are `last`,
     /// every sum of them exact: its indicator fed them afresh, which gives the same exact sum,
     /// zero compensations, ring and counts. Nothing for another kind.
