@@ -66,10 +66,8 @@ fn shared_means_and_the_readme_form_reproduce_w1_bit_for_bit() {
     }
 }
 
-/// Eight pandas indicators (EMA, z-score, rolling max and min of other columns, RSI, ATR,
-/// both Bollinger bands) shared give the cells of the same indicators kept per set, on bars.
-#[test]
-fn shared_pandas_indicators_give_the_cells_of_per_set_ones() {
+/// Two symbols of 2 000 bars each (two days), generated.
+fn two_symbols_of_bars() -> Scratch {
     let bars = Scratch::new();
     bars.synth(&SynthSpec {
         symbols: 2,
@@ -78,6 +76,14 @@ fn shared_pandas_indicators_give_the_cells_of_per_set_ones() {
         ticks_per_bar: Some(20),
         ..SynthSpec::default()
     });
+    bars
+}
+
+/// Eight pandas indicators (EMA, z-score, rolling max and min of other columns, RSI, ATR,
+/// both Bollinger bands) shared give the cells of the same indicators kept per set, on bars.
+#[test]
+fn shared_pandas_indicators_give_the_cells_of_per_set_ones() {
+    let bars = two_symbols_of_bars();
     let grid = Grid::new()
         .axis("window", [10, 30])
         .axis("periods", [7, 14])
@@ -113,14 +119,7 @@ fn a_shared_price_change_gives_momentums_cells() {
 
 #[test]
 fn shared_channels_give_breakouts_cells() {
-    let bars = Scratch::new();
-    bars.synth(&SynthSpec {
-        symbols: 2,
-        days: 2,
-        ticks_per_day: 20_000,
-        ticks_per_bar: Some(20),
-        ..SynthSpec::default()
-    });
+    let bars = two_symbols_of_bars();
     let grid = Grid::new()
         .axis("entry", [5, 10, 20, 40])
         .axis("exit", [5, 10, 20])
