@@ -106,6 +106,9 @@ impl<F: Feed> SharedPool<F> {
                 ),
             ));
         }
+        if let Some(failure) = declared.iter().find_map(|s| column_outside::<F>(&**s)) {
+            return Err(failure);
+        }
         let mut slots = Slots::default();
         for (slot, series) in declared.into_iter().enumerate() {
             let id = match self.series.iter().position(|held| held.same(&*series)) {
@@ -207,6 +210,27 @@ impl<F: Feed> SharedPool<F> {
     }
 }
 
+/// Why `series` cannot be filled on feed `F`: the column it reads is not one of the feed's.
+fn column_outside<F: Feed>(series: &dyn AnySeries<F>) -> Option<CellFailure> {
+    let any = series.as_any();
+    let column = any
+        .downcast_ref::<SharedMean>()
+        .map(SharedMean::column_in::<F>)
+        .or_else(|| any.downcast_ref::<Indicator>()?.column_in::<F>())?;
+    (column >= F::COLUMNS.len()).then(|| {
+        CellFailure::new(
+            FailureKind::Params,
+            format!(
+                "shared series {} reads column {column}; a {} feed has columns 0 to {} ({})",
+                series.type_name(),
+                F::KIND,
+                F::COLUMNS.len() - 1,
+                F::COLUMNS.join(", ")
+            ),
+        )
+    })
+}
+
 /// What a pool carries from one slice of a history to the next: the running state of its means,
 /// of its [`Indicator`]s and of the means among them filled as exact sums, and which series
 /// failed.
@@ -280,7 +304,7 @@ impl<F: Feed> SharedPool<F> {
 #[cfg(test)]
 mod tests {
     use super::SharedPool;
-    use crate::strategy::{SharedMean, SharedSeries, Ticks};
+    use crate::strategy::{Indicator, SharedMean, SharedSeries, Ticks};
 
     fn declare(windows: &[usize]) -> SharedSeries<Ticks> {
         let mut series = SharedSeries::default();
@@ -301,6 +325,28 @@ mod tests {
         assert_eq!(b.ids(), [2, 1]);
         assert_eq!(c.ids(), [0, 3]);
         assert_eq!(pool.lookback(), 40);
+    }
+
+    #[test]
+    fn a_series_of_a_column_the_feed_lacks_fails_the_lane() {
+        for series in [
+            Box::new(|s: &mut SharedSeries<Ticks>| s.add(SharedMean::of_column(2, 5)))
+                as Box<dyn Fn(&mut SharedSeries<Ticks>) -> usize>,
+            Box::new(|s: &mut SharedSeries<Ticks>| s.add(Indicator::sma(5).of_column(7))),
+            Box::new(|s: &mut SharedSeries<Ticks>| s.add(Indicator::rsi(5).of_column(2))),
+        ] {
+            let mut pool = SharedPool::<Ticks>::new(16);
+            let mut declared = SharedSeries::default();
+            declared.add(SharedMean::price(3));
+            series(&mut declared);
+            let err = pool.join(declared).unwrap_err();
+            assert!(
+                err.message
+                    .contains("a ticks feed has columns 0 to 1 (price, size)"),
+                "{err}"
+            );
+            assert_eq!(pool.len(), 0, "nothing of the lane joins the pool");
+        }
     }
 
     #[test]

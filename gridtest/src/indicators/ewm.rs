@@ -71,7 +71,7 @@ impl Ewm {
     /// The smoothing factor.
     #[inline(always)]
     #[must_use]
-    pub fn alpha(&self) -> f64 {
+    pub(crate) fn alpha(&self) -> f64 {
         self.alpha
     }
 

@@ -221,6 +221,15 @@ impl Indicator {
         }
     }
 
+    /// The column of feed `F` it reads (`None` for an ATR, which reads the high, low and
+    /// close).
+    pub(crate) fn column_in<F: Feed>(&self) -> Option<usize> {
+        match self.kind {
+            Kind::Atr(_) => None,
+            _ => Some(self.column.unwrap_or(F::MARK)),
+        }
+    }
+
     /// Its column and window, if it is a rolling mean ([`Indicator::sma`]); the column `None`
     /// for the feed's mark.
     pub(crate) fn mean_window(&self) -> Option<(Option<usize>, usize)> {
