@@ -1,15 +1,18 @@
 //! A history run a slice of days at a time, every lane saved to bytes and restored between
 //! slices ([`Chain`]), against one run over the whole history: the cells must be equal bit for
-//! bit, for the W1 crossover (lane by lane, on shared means and on shared pandas indicators, in
-//! vector blocks), momentum, a breakout on bars, eight shared pandas indicators on bars, fractional, clamped, long-short targets, the orders path (the crossover
-//! through orders, a breakout with stops and take-profits) and portfolios over universes (pairs
-//! trading, cross-sectional momentum).
+//! bit, and so must the round trips of a chain that keeps them, for the W1 crossover (lane by
+//! lane, on shared means and on shared pandas indicators, in vector blocks), momentum, a
+//! breakout on bars, eight shared pandas indicators on bars, fractional, clamped, long-short
+//! targets, the orders path (the crossover through orders, a breakout with stops and
+//! take-profits) and portfolios over universes (pairs trading, cross-sectional momentum).
 
 use gridtest::data::{Shard, ShardData};
-use gridtest::engine::{Chain, Checkpoint, CheckpointError, DayReturns, run_chunk_recording};
+use gridtest::engine::{
+    Chain, Checkpoint, CheckpointError, Keep, Recorded, run_chunk_recording, run_chunk_with,
+};
 use gridtest::prelude::*;
 use gridtest::serde::{Deserialize, Serialize};
-use gridtest::{CellOutcome, DataKind, ExecModel};
+use gridtest::{DataKind, ExecModel};
 use gridtest_examples::{
     Breakout, BreakoutOrders, IndicatorMixShared, Momentum, MomentumShared, PairsZScore, Rotation,
     SmaCrossover, SmaCrossoverIndicators, SmaCrossoverOrders, SmaCrossoverShared,
@@ -133,29 +136,39 @@ fn universe(members: &[History]) -> History {
 }
 
 /// Runs `sets` over the history's days in slices of `per_slice` days, saving every lane to
-/// bytes and restoring them in a new chain between two slices.
+/// bytes and restoring them in a new chain between two slices; days recorded, and round trips
+/// when `trades`.
 fn chained<S: Strategy>(
     h: &History,
     sets: &[ParamSet],
     exec: &ExecModel,
-    per_slice: usize,
-) -> (Vec<CellOutcome>, DayReturns) {
+    (per_slice, trades): (usize, bool),
+) -> Recorded {
     let mut chain = Chain::<S>::start(sets, exec).unwrap().recording_days();
+    if trades {
+        chain = chain.logging_trades();
+    }
     for (k, slice) in h.days.chunks(per_slice).enumerate() {
         if k > 0 {
             let bytes = chain.checkpoint().unwrap().to_bytes();
             let saved = Checkpoint::from_bytes(&bytes).unwrap();
             chain = Chain::<S>::resume(sets, exec, &saved).unwrap();
+            assert_eq!(
+                chain.logs_trades(),
+                trades,
+                "the checkpoint says what it logs"
+            );
         }
         for day in slice {
             chain.feed(day);
         }
     }
-    chain.finish_recorded(h.whole.n_days())
+    chain.finish_kept(h.whole.n_days())
 }
 
 /// The chained cells and day returns equal the uncut run's, bit for bit (compared through
-/// `Debug`, which prints every f64 exactly and tells -0.0 from 0.0).
+/// `Debug`, which prints every f64 exactly and tells -0.0 from 0.0); so do the round trips of
+/// a chain cut at every day that logs them (`--trades` over a history read by slices).
 fn assert_chains_exactly<S: Strategy>(h: &History, sets: &[ParamSet], exec: &ExecModel) {
     let (whole, whole_days) = run_chunk_recording::<S>(&h.whole, sets, exec);
     let traded = whole
@@ -168,20 +181,32 @@ fn assert_chains_exactly<S: Strategy>(h: &History, sets: &[ParamSet], exec: &Exe
         sets.len()
     );
     for per_slice in [1, 3] {
-        let (cut, cut_days) = chained::<S>(h, sets, exec, per_slice);
-        assert_eq!(cut.len(), sets.len());
-        for ((set, a), b) in sets.iter().zip(&whole).zip(&cut) {
+        let cut = chained::<S>(h, sets, exec, (per_slice, false));
+        assert_eq!(cut.cells.len(), sets.len());
+        for ((set, a), b) in sets.iter().zip(&whole).zip(&cut.cells) {
             assert_eq!(
                 format!("{a:?}"),
                 format!("{b:?}"),
                 "[{set}] in slices of {per_slice} days"
             );
         }
-        assert_eq!(whole_days.days, cut_days.days);
+        assert_eq!(whole_days.days, cut.days.days);
         assert_eq!(
             format!("{:?}", whole_days.per_set),
-            format!("{:?}", cut_days.per_set)
+            format!("{:?}", cut.days.per_set)
         );
+    }
+    let keep = Keep {
+        days: false,
+        trades: true,
+    };
+    let uncut = run_chunk_with::<S>(&h.whole, sets, exec, keep);
+    let cut = chained::<S>(h, sets, exec, (1, true));
+    assert_eq!(format!("{:?}", uncut.cells), format!("{:?}", cut.cells));
+    let trips: usize = uncut.trades.iter().map(Vec::len).sum();
+    assert!(trips >= traded, "the sets' round trips are kept ({trips})");
+    for ((set, a), b) in sets.iter().zip(&uncut.trades).zip(&cut.trades) {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "[{set}]: round trips");
     }
 }
 

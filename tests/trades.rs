@@ -1,8 +1,8 @@
 //! `--trades`: a sweep writes every cell's round trips to `trades.parquet` as the cells finish,
 //! in one format for the targets and the orders path. Checked against each cell's metrics
 //! (round trips, wins, total return), against the fills of the cell traced through the
-//! engine's separate trace loop, against the broker's closed trades, across a resume, and
-//! refused where the trades cannot be kept.
+//! engine's separate trace loop, against the broker's closed trades, across a resume, over a
+//! history read by slices and member by member over a universe.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,6 +25,8 @@ use gridtest_tests::{Scratch, quiet, run_with, runtime};
 #[derive(Clone, Debug, PartialEq)]
 struct Row {
     first_axis: i64,
+    symbol: String,
+    member: String,
     set: String,
     shard: String,
     trade: u32,
@@ -79,6 +81,7 @@ fn read_trades(path: &Path) -> Vec<Row> {
         let trade = col("trade").as_any().downcast_ref::<UInt32Array>().unwrap();
         let open = col("open").as_any().downcast_ref::<BooleanArray>().unwrap();
         let (set, shard, end) = (texts("param_set_id"), texts("shard"), texts("end"));
+        let (symbol, member) = (texts("symbol"), texts("member"));
         let (size, entry_price, exit_price) =
             (f64s("size"), f64s("entry_price"), f64s("exit_price"));
         let (pnl, ret, fees) = (f64s("pnl"), f64s("return"), f64s("fees"));
@@ -88,6 +91,8 @@ fn read_trades(path: &Path) -> Vec<Row> {
         for i in 0..b.num_rows() {
             rows.push(Row {
                 first_axis: first_axis.value(i),
+                symbol: symbol.value(i).to_owned(),
+                member: member.value(i).to_owned(),
                 set: set.value(i).to_owned(),
                 shard: shard.value(i).to_owned(),
                 trade: trade.value(i),
@@ -148,7 +153,11 @@ fn with_trades() -> RunOptions {
 }
 
 fn load(scratch: &Scratch, shard: &gridtest::data::Shard) -> ShardData {
-    let reader = ShardReader::try_new(&scratch.dataset(DataKind::Ticks)).unwrap();
+    load_kind(scratch, shard, DataKind::Ticks)
+}
+
+fn load_kind(scratch: &Scratch, shard: &gridtest::data::Shard, kind: DataKind) -> ShardData {
+    let reader = ShardReader::try_new(&scratch.dataset(kind)).unwrap();
     runtime().block_on(reader.load(shard)).unwrap()
 }
 
@@ -183,6 +192,34 @@ fn results_rows(results: &SweepResults) -> Vec<(ParamSet, gridtest::data::Shard,
         .collect()
 }
 
+/// Checks `trades` against the cell's metrics — closed trips as round trips, wins as the win
+/// rate counts them, the P&L summing to the total return — and returns the closed ones.
+fn closed_as_counted<'a>(trades: &'a [Row], m: &Metrics, label: &str) -> Vec<&'a Row> {
+    let closed: Vec<&Row> = trades.iter().filter(|r| !r.open).collect();
+    assert_eq!(closed.len() as u64, m.round_trips, "{label}: round trips");
+    let wins = closed.iter().filter(|r| r.pnl > 0.0).count() as f64;
+    assert!(
+        (wins - m.win_rate * m.round_trips as f64).abs() < 1e-9,
+        "{label}: wins"
+    );
+    let pnl: f64 = trades.iter().map(|r| r.pnl).sum();
+    assert!(
+        (pnl - m.total_return).abs() < 1e-9,
+        "{label}: {pnl} vs {}",
+        m.total_return
+    );
+    closed
+}
+
+/// The rows of `trades.parquet` in a sweep's output, by cell.
+fn trades_of(results: &SweepResults) -> BTreeMap<(String, String), Vec<Row>> {
+    by_cell(read_trades(
+        &results
+            .output_dir()
+            .join(gridtest::sweep::output::TRADES_PARQUET),
+    ))
+}
+
 #[test]
 fn a_sweep_writes_every_cells_round_trips_as_its_metrics_count_them() {
     let (long_flat, _) = check_targets_trades::<SmaCrossover>(grid());
@@ -210,11 +247,7 @@ fn check_targets_trades<S: gridtest::RegisteredStrategy>(grid: Grid) -> (usize, 
         plain.cells().unwrap(),
         "keeping trades changes no metric"
     );
-    let cells = by_cell(read_trades(
-        &results
-            .output_dir()
-            .join(gridtest::sweep::output::TRADES_PARQUET),
-    ));
+    let cells = trades_of(&results);
     let exec = gridtest::ExecModel::default();
     let (mut traded, mut reversals) = (0, 0);
     let axis = results.axes()[0].clone();
@@ -222,22 +255,10 @@ fn check_targets_trades<S: gridtest::RegisteredStrategy>(grid: Grid) -> (usize, 
         let key = (set.id().to_string(), shard.id().to_string());
         let trades = cells.get(&key).cloned().unwrap_or_default();
         let label = format!("[{set}] on {shard}");
-        let closed: Vec<&Row> = trades.iter().filter(|r| !r.open).collect();
-        assert_eq!(closed.len() as u64, m.round_trips, "{label}: round trips");
-        let wins = closed.iter().filter(|r| r.pnl > 0.0).count() as f64;
-        assert!(
-            (wins - m.win_rate * m.round_trips as f64).abs() < 1e-9,
-            "{label}: wins"
-        );
+        closed_as_counted(&trades, &m, &label);
         assert!(
             trades.iter().filter(|r| r.open).count() <= 1,
             "{label}: open"
-        );
-        let pnl: f64 = trades.iter().map(|r| r.pnl).sum();
-        assert!(
-            (pnl - m.total_return).abs() < 1e-9,
-            "{label}: {pnl} vs {}",
-            m.total_return
         );
         for (k, r) in trades.iter().enumerate() {
             assert_eq!(r.trade as usize, k, "{label}: numbering");
@@ -301,11 +322,7 @@ fn the_orders_path_writes_its_brokers_trades_in_the_same_format() {
         .grid(grid())
         .data(scratch.location());
     let results = run_with(&sweep, &with_trades()).unwrap();
-    let cells = by_cell(read_trades(
-        &results
-            .output_dir()
-            .join(gridtest::sweep::output::TRADES_PARQUET),
-    ));
+    let cells = trades_of(&results);
     let exec = gridtest::ExecModel::default();
     let cash = exec.broker.initial_cash;
     let mut closed_total = 0;
@@ -314,9 +331,8 @@ fn the_orders_path_writes_its_brokers_trades_in_the_same_format() {
         let trades = cells.get(&key).cloned().unwrap_or_default();
         let label = format!("[{set}] on {shard}");
         let (_, trace) = trace_cell::<SmaCrossoverOrders>(&load(&scratch, &shard), &set, &exec);
-        let closed: Vec<&Row> = trades.iter().filter(|r| !r.open).collect();
+        let closed = closed_as_counted(&trades, &m, &label);
         assert_eq!(closed.len(), trace.trades.len(), "{label}: closed trades");
-        assert_eq!(closed.len() as u64, m.round_trips, "{label}: round trips");
         for (r, t) in closed.iter().zip(&trace.trades) {
             assert_eq!(
                 (r.size, r.entry_index, r.exit_index),
@@ -331,12 +347,6 @@ fn the_orders_path_writes_its_brokers_trades_in_the_same_format() {
             assert_eq!((r.pnl, r.fees), (t.pnl / cash, t.fees / cash), "{label}");
             assert_eq!((r.ret, r.end.as_str()), (t.ret, "order"), "{label}");
         }
-        let pnl: f64 = trades.iter().map(|r| r.pnl).sum();
-        assert!(
-            (pnl - m.total_return).abs() < 1e-9,
-            "{label}: {pnl} vs {}",
-            m.total_return
-        );
         closed_total += closed.len();
     }
     assert!(closed_total > 20, "the cells trade ({closed_total})");
@@ -357,8 +367,7 @@ fn a_resumed_sweep_lists_the_trades_of_its_earlier_run() {
     };
     let whole = run_with(&sweep, &opts(&root("whole"))).unwrap();
     let id = whole.run_info().unwrap().sweep_id.to_string();
-    let file = gridtest::sweep::output::TRADES_PARQUET;
-    let reference = by_cell(read_trades(&whole.output_dir().join(file)));
+    let reference = trades_of(&whole);
 
     let kept = gridtest_tests::copy_with_half_its_ledger(&root("whole"), &root("half"), &id, false);
     assert!(kept > 0 && kept < whole.recorded(), "{kept}");
@@ -368,55 +377,163 @@ fn a_resumed_sweep_lists_the_trades_of_its_earlier_run() {
         resumed.run_info().unwrap().computed,
         whole.recorded() - kept
     );
-    let again = by_cell(read_trades(&resumed.output_dir().join(file)));
+    let again = trades_of(&resumed);
     assert_eq!(again, reference, "the same trades, each once");
 }
 
 #[test]
-fn trades_that_cannot_be_kept_are_refused_before_the_sweep() {
+fn a_history_read_by_slices_lists_the_trades_of_the_uncut_run() {
+    let scratch = Scratch::new();
+    ticks(&scratch);
+    let sliced = RunOptions {
+        cache_bytes: 0,
+        ..with_trades()
+    };
+    for sweep in [
+        Sweep::of::<SmaCrossover>(),
+        Sweep::of::<SmaCrossoverOrders>(),
+    ] {
+        let sweep = sweep.grid(grid()).data(scratch.location());
+        let whole = run_with(&sweep, &with_trades()).unwrap();
+        let cut = run_with(&sweep, &sliced).unwrap();
+        // A budget of nothing makes every day a slice, the trips booked so far carried in the
+        // checkpoints from one to the next.
+        let slices = cut.run_info().unwrap().ledger.slices;
+        assert!(slices >= 10, "read by slices: {slices}");
+        assert_eq!(whole.cells().unwrap(), cut.cells().unwrap());
+        let (expected, got) = (trades_of(&whole), trades_of(&cut));
+        assert_eq!(
+            got,
+            expected,
+            "{}: the uncut run's trades",
+            sweep.strategy().name
+        );
+        let overnight = expected
+            .values()
+            .flatten()
+            .filter(|r| r.exit_time.is_some_and(|t| t / DAY != r.entry_time / DAY))
+            .count();
+        assert!(overnight > 0, "some trips span a cut between two slices");
+    }
+}
+
+const DAY: i64 = 86_400_000_000_000;
+
+/// `(member, entry index, entry price, exit index, exit price)`.
+type MemberTrip = (String, u64, f64, Option<u64>, Option<f64>);
+
+/// Each member's round trips from a universe cell's traced fills, folded independently of the
+/// book: a member's trip opens where its target leaves zero and ends where it returns to zero
+/// or changes sign; the trips still open follow, member by member.
+fn member_trips_of_fills(trace: &CellTrace) -> Vec<MemberTrip> {
+    let members = trace.symbols.len();
+    let (mut held, mut open) = (vec![0.0_f64; members], vec![None; members]);
+    let mut trips = Vec::new();
+    for f in &trace.fills {
+        let (m, now) = (f.member as usize, f.weight);
+        if held[m] != 0.0 && (now == 0.0 || now.signum() != held[m].signum()) {
+            let (index, price) = open[m].take().expect("an open trip");
+            trips.push((
+                trace.symbols[m].clone(),
+                index,
+                price,
+                Some(f.index),
+                Some(f.price),
+            ));
+        }
+        if now != 0.0 && (held[m] == 0.0 || now.signum() != held[m].signum()) {
+            open[m] = Some((f.index, f.price));
+        }
+        held[m] = now;
+    }
+    for (m, trip) in open.into_iter().enumerate() {
+        if let Some((index, price)) = trip {
+            trips.push((trace.symbols[m].clone(), index, price, None, None));
+        }
+    }
+    trips
+}
+
+#[test]
+fn a_universe_sweep_lists_each_members_round_trips() {
     let scratch = Scratch::new();
     scratch.synth(&SynthSpec {
-        symbols: 2,
-        days: 4,
+        symbols: 3,
+        days: 6,
         ticks_per_day: 400,
         ticks_per_bar: Some(10),
         ..SynthSpec::default()
     });
-    let universe = Sweep::of::<Rotation>()
+    let symbols = ["S000", "S001", "S002"];
+    let sweep = Sweep::of::<Rotation>()
         .grid(
             Grid::new()
-                .axis("lookback", [5])
-                .axis("top", [1])
-                .axis("every", [10]),
+                .axis("lookback", [3, 8])
+                .axis("top", [1, 2])
+                .axis("every", [2, 5]),
         )
         .data(scratch.location())
-        .universe("all", ["S000", "S001"]);
-    let refused = |result: gridtest::Result<SweepResults>| match result {
-        Err(Error::Config { problems }) => problems.join("; "),
-        other => panic!("expected a refusal, got {:?}", other.map(|r| r.recorded())),
-    };
-    let why = refused(run_with(&universe, &with_trades()));
-    assert!(
-        why.contains("--trades") && why.contains("universe"),
-        "{why}"
+        .universe("all", symbols);
+    let results = run_with(&sweep, &with_trades()).unwrap();
+    let cells = trades_of(&results);
+    let exec = gridtest::ExecModel::default();
+    let mut closed_total = 0;
+    for (set, shard, m) in results_rows(&results) {
+        let key = (set.id().to_string(), shard.id().to_string());
+        let trades = cells.get(&key).cloned().unwrap_or_default();
+        let label = format!("[{set}] on {shard}");
+        let closed = closed_as_counted(&trades, &m, &label);
+        assert!(trades.iter().all(|r| r.symbol == "all"), "{label}");
+        let (_, trace) =
+            trace_cell::<Rotation>(&load_kind(&scratch, &shard, DataKind::Bars), &set, &exec);
+        let file: Vec<_> = trades
+            .iter()
+            .map(|r| {
+                (
+                    r.member.clone(),
+                    r.entry_index,
+                    r.entry_price,
+                    r.exit_index,
+                    r.exit_price,
+                )
+            })
+            .collect();
+        assert_eq!(file, member_trips_of_fills(&trace), "{label}: trips");
+        closed_total += closed.len();
+    }
+    assert!(closed_total > 20, "the cells rotate ({closed_total})");
+    let members: std::collections::BTreeSet<&str> = cells
+        .values()
+        .flatten()
+        .map(|r| r.member.as_str())
+        .collect();
+    assert_eq!(
+        members,
+        symbols.into_iter().collect(),
+        "every member is traded"
     );
 
-    let long = Scratch::new();
-    ticks(&long);
-    let sliced = Sweep::of::<SmaCrossover>()
-        .grid(grid())
-        .data(long.location());
-    let tiny = RunOptions {
+    // Read by slices, the universe's trips are the same.
+    let sliced = RunOptions {
         cache_bytes: 0,
         ..with_trades()
     };
-    let why = refused(run_with(&sliced, &tiny));
-    assert!(why.contains("--cache-mb") && why.contains("S00"), "{why}");
+    let cut = run_with(&sweep, &sliced).unwrap();
+    assert!(cut.run_info().unwrap().ledger.slices >= 5);
+    assert_eq!(trades_of(&cut), cells);
+}
 
+#[test]
+fn closed_trades_exposure_is_refused_for_a_targets_strategy() {
+    let scratch = Scratch::new();
+    ticks(&scratch);
     // backtesting.py's Exposure Time is the orders path's; a targets strategy is told so.
     let closed_trades =
         gridtest::ExecModel::default().with_exposure(gridtest::engine::ExposureBasis::ClosedTrades);
-    let exposure = sliced.exec(closed_trades);
+    let exposure = Sweep::of::<SmaCrossover>()
+        .grid(grid())
+        .data(scratch.location())
+        .exec(closed_trades);
     match run_with(&exposure, &quiet()) {
         Err(Error::InvalidSweep { problems, .. }) => {
             let why = problems.join("; ");

@@ -225,7 +225,6 @@ async fn compute(
         load_ms = load.as_millis() as u64,
         "starting compute"
     );
-    spooled::check_trades(&plan, opts, &planned.units)?;
     let resumed = planned.resumed.len();
     let resumed_failed = planned
         .resumed

@@ -49,12 +49,12 @@ pub type RunSourceRecording = fn(
 pub type TraceCell = fn(&ShardData, &ParamSet, &ExecModel) -> (CellOutcome, CellTrace);
 
 /// Starts (or, given a checkpoint's bytes, resumes) a chain of slices of one history (see
-/// [`engine::Chain`]); the flag records each cell's daily returns.
+/// [`engine::Chain`]), keeping each cell's daily returns or round trips as asked.
 pub type StartChain = fn(
     &[ParamSet],
     &ExecModel,
     Option<&[u8]>,
-    bool,
+    Keep,
 ) -> Result<Box<dyn ChainRun>, engine::CheckpointError>;
 
 /// A registered strategy, type-erased: what a node needs to run it by name.

@@ -12,6 +12,7 @@
 
 use super::account::fee_factor;
 use super::raw::RawAccount;
+use super::trades::{Trade, UniverseTrips};
 use crate::metrics::{Drawdown, Moments};
 
 /// Shared cash and units per member, and the accumulators of one lane.
@@ -49,6 +50,8 @@ pub(crate) struct Book {
     /// trip it opens rather than the one it closes.
     #[serde(default)]
     split_reversals: bool,
+    /// Each member's round trips, when a sweep keeps them (`--trades`).
+    trips: Option<Box<UniverseTrips>>,
 }
 
 impl Book {
@@ -76,6 +79,7 @@ impl Book {
             gross_ret: (0.0, 0.0),
             bad_target: None,
             split_reversals: false,
+            trips: None,
         }
     }
 
@@ -85,6 +89,24 @@ impl Book {
         self
     }
 
+    /// A book that keeps each member's round trips ([`Book::take_trips`]).
+    pub(crate) fn logging_trips(mut self) -> Self {
+        self.trips = Some(Box::new(UniverseTrips::new(self.units.len())));
+        self
+    }
+
+    /// Each member's round trips so far, the open ones marked at `marks` (none unless
+    /// logging).
+    pub(crate) fn take_trips(&mut self, marks: &[f64]) -> Vec<Trade> {
+        let Some(trips) = self.trips.take() else {
+            return Vec::new();
+        };
+        trips.finish(|m| {
+            let pnl = self.units[m] * marks[m] - self.basis[m];
+            (pnl, pnl / self.entry[m])
+        })
+    }
+
     /// Notes whether a position is open as a slice begins (for exposure).
     #[inline(always)]
     pub(crate) fn begin_slice(&mut self) {
@@ -92,9 +114,16 @@ impl Book {
     }
 
     /// Executes member `m`'s pending target at its event's fill `price`, the other members
-    /// valued at `marks`. Returns the fill `(units traded, fee)` if the position changed.
+    /// valued at `marks`; `at` is the slice index and timestamp (for the round trips). Returns
+    /// the fill `(units traded, fee)` if the position changed.
     #[inline]
-    pub(crate) fn fill(&mut self, m: usize, price: f64, marks: &[f64], cost: f64) -> Option<Fill> {
+    pub(crate) fn fill(
+        &mut self,
+        m: usize,
+        (price, at): (f64, (u64, i64)),
+        marks: &[f64],
+        cost: f64,
+    ) -> Option<Fill> {
         let target = self.pending[m];
         if target == self.held[m] {
             return None;
@@ -114,9 +143,13 @@ impl Book {
         let u1 = target * after / price;
         let flow = (u1 - u0) * price + fee;
         self.cash -= flow;
+        let trips = self.trips.as_deref_mut();
         if h == 0.0 {
             self.entry[m] = e;
             self.basis[m] = flow;
+            if let Some(trips) = trips {
+                trips.open(m, u1, at, price, fee);
+            }
         } else if target == 0.0 || target.signum() != h.signum() {
             let opening = if self.split_reversals {
                 cost * target.abs() * after
@@ -124,11 +157,21 @@ impl Book {
                 0.0
             };
             let pnl = -(self.basis[m] - u0 * price + fee - opening);
-            self.close_trip(pnl, pnl / self.entry[m]);
+            let ret = pnl / self.entry[m];
+            if let Some(trips) = trips {
+                trips.close(m, at, price, (pnl, ret, fee - opening));
+                if target != 0.0 {
+                    trips.open(m, u1, at, price, opening);
+                }
+            }
+            self.close_trip(pnl, ret);
             self.entry[m] = after + opening;
             self.basis[m] = u1 * price + opening;
         } else {
             self.basis[m] += flow;
+            if let Some(trips) = trips {
+                trips.resize(m, fee);
+            }
         }
         self.open = self.open + usize::from(u1 != 0.0) - usize::from(u0 != 0.0);
         self.units[m] = u1;

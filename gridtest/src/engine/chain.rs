@@ -6,6 +6,7 @@ use super::checkpoint::{Checkpoint, CheckpointError};
 use super::day_returns::DayReturns;
 use super::exec_model::ExecModel;
 use super::paths::AnyKernel;
+use super::recorded::Recorded;
 use crate::data::{FeedBatch, ShardData};
 use crate::params::ParamSet;
 use crate::strategy::{CarryError, Strategy};
@@ -119,6 +120,23 @@ impl<S: Strategy> Chain<S> {
         }
     }
 
+    /// Keeps each lane's round trips across the slices (for [`Chain::finish_kept`]); call it
+    /// before the first slice. Checkpoints then carry the trips booked so far.
+    #[must_use]
+    pub fn logging_trades(self) -> Self {
+        Self {
+            kernel: self.kernel.logging_trades(),
+            ..self
+        }
+    }
+
+    /// Whether the chain keeps round trips: asked with [`Chain::logging_trades`], or taken up
+    /// from the checkpoint it resumed.
+    #[must_use]
+    pub fn logs_trades(&self) -> bool {
+        self.kernel.logs_trades()
+    }
+
     /// Runs the lanes over `slice`, the next days of the history.
     pub fn feed(&mut self, slice: &ShardData) {
         for batch in slice.batches() {
@@ -156,5 +174,19 @@ impl<S: Strategy> Chain<S> {
     #[must_use]
     pub fn finish_recorded(self, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
         self.kernel.finish_recorded(n_days)
+    }
+
+    /// [`Chain::finish`] with what the chain kept: each set's return per day and its round
+    /// trips over the whole history (empty unless recording or logging them), as
+    /// [`run_chunk_with`](super::run_chunk_with) keeps them in one run.
+    #[must_use]
+    pub fn finish_kept(mut self, n_days: u32) -> Recorded {
+        let trades = self.kernel.take_trades();
+        let (cells, days) = self.kernel.finish_recorded(n_days);
+        Recorded {
+            cells,
+            days,
+            trades,
+        }
     }
 }

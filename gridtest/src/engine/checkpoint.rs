@@ -37,7 +37,7 @@ pub enum CheckpointError {
 }
 
 /// What a checkpoint's bytes start with; changes whenever what a kernel saves changes.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// The state of every lane of a run after some whole slices of a history: what the next slice
 /// starts from. Made by [`Chain::checkpoint`](super::Chain::checkpoint), taken up by

@@ -182,6 +182,11 @@ impl<S: Strategy> Kernel<S> {
         self
     }
 
+    /// Whether the lanes log their round trips.
+    pub(crate) fn logs_trades(&self) -> bool {
+        self.trades.is_some()
+    }
+
     /// Every lane's round trips so far, the open one marked at the lane's equity now (empty
     /// lists when not logging; a failed lane's are dropped).
     pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {

@@ -102,6 +102,11 @@ impl<S: Strategy> OrderKernel<S> {
         self
     }
 
+    /// Whether the lanes log their round trips.
+    pub(crate) fn logs_trades(&self) -> bool {
+        self.trades.is_some()
+    }
+
     /// Every lane's trades so far, closed and open (empty lists when not logging; a failed
     /// lane's are dropped).
     pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {
@@ -214,6 +219,9 @@ pub(in crate::engine) struct OrderKernelState {
     window: WindowState,
     pool: PoolState,
     lanes: Vec<Result<SavedLane, CellFailure>>,
+    /// When each lane's broker filled, when logging the trades (the closed trades travel in
+    /// the brokers).
+    trades: Option<Vec<OrderTrades>>,
 }
 
 /// A live lane's strategy state (encoded) and its account.
@@ -247,6 +255,7 @@ impl<S: Strategy> OrderKernel<S> {
             window: self.window.save(),
             pool,
             lanes,
+            trades: self.trades.clone(),
         })
     }
 
@@ -288,6 +297,7 @@ impl<S: Strategy> OrderKernel<S> {
         self.seen = state.seen;
         self.record_days = state.record_days;
         self.days = state.days;
+        self.trades = state.trades;
         Ok(())
     }
 }

@@ -91,24 +91,30 @@ impl<S: Strategy> AnyKernel<S> {
         Self { path, ..self }
     }
 
-    /// Logs every lane's round trips (the single-symbol paths; a universe's lanes log none,
-    /// which the sweep refuses before it starts).
+    /// Logs every lane's round trips.
     pub(crate) fn logging_trades(self) -> Self {
         let path = match self.path {
             Path::Targets(k) => Path::Targets(k.logging_trades()),
             Path::Orders(k) => Path::Orders(k.logging_trades()),
-            Path::Universe(k) => Path::Universe(k),
+            Path::Universe(k) => Path::Universe(k.logging_trades()),
         };
         Self { path, ..self }
+    }
+
+    /// Whether the lanes log their round trips (asked, or taken up from a checkpoint).
+    pub(crate) fn logs_trades(&self) -> bool {
+        match &self.path {
+            Path::Targets(k) => k.logs_trades(),
+            Path::Orders(k) => k.logs_trades(),
+            Path::Universe(k) => k.logs_trades(),
+        }
     }
 
     /// Every lane's round trips so far (see [`AnyKernel::logging_trades`]).
     pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {
         match &mut self.path {
             _ if self.refused.is_some() => vec![Vec::new(); self.sets],
-            Path::Targets(k) => k.take_trades(),
-            Path::Orders(k) => k.take_trades(),
-            Path::Universe(_) => vec![Vec::new(); self.sets],
+            path => each!(path, k => k.take_trades()),
         }
     }
 

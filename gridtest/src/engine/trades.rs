@@ -77,6 +77,10 @@ pub struct Trade {
     pub fees: f64,
     /// How it ended.
     pub end: TradeEnd,
+    /// The symbol traded: its place among the shard's [`symbols`](crate::data::Shard::symbols)
+    /// (0 on a single symbol; a universe's member otherwise).
+    #[serde(default)]
+    pub member: u32,
 }
 
 impl Trade {
@@ -87,8 +91,8 @@ impl Trade {
     }
 }
 
-/// The open round trip of a targets-path lane.
-#[derive(Clone, Copy, Debug)]
+/// The open round trip of a lane (of one member, on the universe path).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct Entry {
     size: f64,
     index: u64,
@@ -99,11 +103,42 @@ struct Entry {
     fees: f64,
 }
 
+impl Entry {
+    /// The round trip from this entry: closed at `exit` (`(event index, timestamp, price)`,
+    /// ended by the target) or still open (`None`), with its P&L, return and the fee of its
+    /// exit, on the shard's `member`.
+    fn trade(
+        self,
+        exit: Option<(u64, i64, f64)>,
+        (pnl, ret, exit_fee): (f64, f64, f64),
+        member: usize,
+    ) -> Trade {
+        Trade {
+            size: self.size,
+            entry_index: self.index,
+            entry_time: self.ts,
+            entry_price: self.price,
+            exit_index: exit.map(|(index, _, _)| index),
+            exit_time: exit.map(|(_, ts, _)| ts),
+            exit_price: exit.map(|(_, _, price)| price),
+            pnl,
+            ret,
+            fees: self.fees + exit_fee,
+            end: if exit.is_some() {
+                TradeEnd::Target
+            } else {
+                TradeEnd::Open
+            },
+            member: u32::try_from(member).unwrap_or(u32::MAX),
+        }
+    }
+}
+
 /// The round trips of one targets-path lane, built fill by fill as the account books them
 /// (`Account::book_trade`): a trade opens when the lane leaves flat, resizes without closing,
 /// and closes when the target reaches zero or changes sign (a reversal closes one trade and
 /// opens the next at the same fill, whose whole fee the closed trade pays).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(super) struct TargetTrades {
     open: Option<Entry>,
     closed: Vec<Trade>,
@@ -146,19 +181,10 @@ impl TargetTrades {
         }
         let after = entry_equity;
         let opening = self.reversal_cost * now.abs() * fill.equity;
-        self.closed.push(Trade {
-            size: open.size,
-            entry_index: open.index,
-            entry_time: open.ts,
-            entry_price: open.price,
-            exit_index: Some(fill.index),
-            exit_time: Some(fill.ts),
-            exit_price: Some(fill.price),
-            pnl: after - open.equity,
-            ret: after / open.equity - 1.0,
-            fees: open.fees + fill.fee - opening,
-            end: TradeEnd::Target,
-        });
+        let exit = (fill.index, fill.ts, fill.price);
+        let (pnl, ret) = (after - open.equity, after / open.equity - 1.0);
+        self.closed
+            .push(open.trade(Some(exit), (pnl, ret, fill.fee - opening), 0));
         let units = now.abs() * fill.equity / fill.price;
         self.open = (now != 0.0).then(|| entry(units, after, opening));
     }
@@ -168,19 +194,8 @@ impl TargetTrades {
     pub(super) fn finish(self, equity: f64) -> Vec<Trade> {
         let mut trades = self.closed;
         if let Some(open) = self.open {
-            trades.push(Trade {
-                size: open.size,
-                entry_index: open.index,
-                entry_time: open.ts,
-                entry_price: open.price,
-                exit_index: None,
-                exit_time: None,
-                exit_price: None,
-                pnl: equity - open.equity,
-                ret: equity / open.equity - 1.0,
-                fees: open.fees,
-                end: TradeEnd::Open,
-            });
+            let (pnl, ret) = (equity - open.equity, equity / open.equity - 1.0);
+            trades.push(open.trade(None, (pnl, ret, 0.0), 0));
         }
         trades
     }
@@ -188,7 +203,7 @@ impl TargetTrades {
 
 /// The timestamps of an orders-path lane's fills (its broker's closed trades name events by
 /// index only): `(event index, timestamp)` of every event at which the broker filled.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(super) struct OrderTrades {
     fills_seen: u64,
     times: Vec<(u64, i64)>,
@@ -235,6 +250,7 @@ impl OrderTrades {
                 ret: t.ret,
                 fees: t.fees / initial,
                 end: t.reason.into(),
+                member: 0,
             })
             .collect();
         trades.extend(open.map(|(size, index, price, fee)| {
@@ -252,8 +268,77 @@ impl OrderTrades {
                 ret: (mark / price - 1.0) * size.signum() - fee / notional,
                 fees: fee / initial,
                 end: TradeEnd::Open,
+                member: 0,
             }
         }));
+        trades
+    }
+}
+
+/// The round trips of one universe-path lane, per member, booked by its
+/// [`Book`](super::book::Book) as it fills: a member's trip opens when it leaves flat, pays the
+/// fees of its resizes, and closes at flat or at a flip with the P&L and return the book counts
+/// (a flip opens the next trip at the same fill). Indices are the universe's slices
+/// (distinct timestamps), as in its traces.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(super) struct UniverseTrips {
+    open: Vec<Option<Entry>>,
+    closed: Vec<Trade>,
+}
+
+impl UniverseTrips {
+    pub(super) fn new(members: usize) -> Self {
+        Self {
+            open: vec![None; members],
+            closed: Vec::new(),
+        }
+    }
+
+    /// Member `m` leaves flat holding `units` (signed), at slice `index` (`ts`) and `price`,
+    /// paying `fees`; `equity` is what its return is measured from.
+    pub(super) fn open(&mut self, m: usize, units: f64, at: (u64, i64), price: f64, fees: f64) {
+        self.open[m] = Some(Entry {
+            size: units,
+            index: at.0,
+            ts: at.1,
+            price,
+            equity: 0.0,
+            fees,
+        });
+    }
+
+    /// Member `m`'s open trip pays `fee` for a resize.
+    pub(super) fn resize(&mut self, m: usize, fee: f64) {
+        if let Some(open) = self.open[m].as_mut() {
+            open.fees += fee;
+        }
+    }
+
+    /// Member `m`'s open trip closes at slice `index` (`ts`) and `price` with `pnl` and `ret`
+    /// as the book counts them, paying `fee`.
+    pub(super) fn close(
+        &mut self,
+        m: usize,
+        at: (u64, i64),
+        price: f64,
+        (pnl, ret, fee): (f64, f64, f64),
+    ) {
+        let Some(open) = self.open[m].take() else {
+            return;
+        };
+        let exit = (at.0, at.1, price);
+        self.closed.push(open.trade(Some(exit), (pnl, ret, fee), m));
+    }
+
+    /// The round trips, closed ones first, then each member's open one with `pnl_ret(m)`: its
+    /// P&L and return marked at the last prices.
+    pub(super) fn finish(self, pnl_ret: impl Fn(usize) -> (f64, f64)) -> Vec<Trade> {
+        let mut trades = self.closed;
+        for (m, open) in self.open.into_iter().enumerate() {
+            let Some(open) = open else { continue };
+            let (pnl, ret) = pnl_ret(m);
+            trades.push(open.trade(None, (pnl, ret, 0.0), m));
+        }
         trades
     }
 }
@@ -299,6 +384,59 @@ mod tests {
         assert!((second.size + 1.08 / 110.0).abs() < 1e-15);
         assert_eq!((second.entry_time, second.exit_time), (30, None));
         assert!((second.ret - (1.0 / 1.08 - 1.0)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_universe_books_each_members_trips_and_they_sum_to_its_equity() {
+        use crate::engine::book::Book;
+        let cost = 0.001;
+        let mut book = Book::new(2).splitting_reversals(true).logging_trips();
+        let mut fees = 0.0;
+        let mut step = |book: &mut Book, targets: [f64; 2], fills: &[(usize, f64, u64)], marks| {
+            book.targets.copy_from_slice(&targets);
+            book.take_targets(0, 10.0);
+            for &(m, price, index) in fills {
+                let at = (index, i64::try_from(index).unwrap() * 10);
+                fees += book.fill(m, (price, at), marks, cost).unwrap().fee;
+            }
+        };
+        step(&mut book, [1.0, 0.0], &[(0, 100.0, 1)], &[100.0, 50.0]);
+        // member 0 reverses (its fee split by notional), member 1 opens
+        step(
+            &mut book,
+            [-1.0, 0.5],
+            &[(0, 110.0, 2), (1, 50.0, 2)],
+            &[110.0, 50.0],
+        );
+        step(&mut book, [0.0, 0.5], &[(0, 105.0, 3)], &[105.0, 50.0]);
+        let marks = [105.0, 55.0];
+        let equity = book.end_slice(&marks, false, false);
+        let round_trips = book.raw().round_trips;
+        let trades = book.take_trips(&marks);
+        let ends: Vec<_> = trades
+            .iter()
+            .map(|t| (t.member, t.end, t.entry_index))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                (0, TradeEnd::Target, 1),
+                (0, TradeEnd::Target, 2),
+                (1, TradeEnd::Open, 2)
+            ]
+        );
+        assert_eq!(round_trips, 2);
+        assert!(trades[0].size > 0.0 && trades[1].size < 0.0);
+        assert_eq!(
+            (trades[0].exit_index, trades[1].exit_price),
+            (Some(2), Some(105.0))
+        );
+        let pnl: f64 = trades.iter().map(|t| t.pnl).sum();
+        assert!((pnl - (equity - 1.0)).abs() < 1e-15, "{pnl} vs {equity}");
+        let paid: f64 = trades.iter().map(|t| t.fees).sum();
+        assert!((paid - fees).abs() < 1e-15, "{paid} vs {fees}");
+        let opening = cost * trades[1].size.abs() * 110.0;
+        assert!((trades[1].fees - opening - cost * trades[1].size.abs() * 105.0).abs() < 1e-12);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::exec_model::{ExecModel, RatioConvention, ReversalFee};
 use super::finish::{Conventions, Outcomes};
 use super::kernel::build_strategy;
 use super::trace::{CellTrace, Fill, Side};
+use super::trades::Trade;
 use super::{CellFailure, CellOutcome, FailureKind, panic_capture};
 use crate::data::{FeedBatch, NS_PER_DAY};
 use crate::params::ParamSet;
@@ -34,6 +35,7 @@ pub(in crate::engine) struct UniverseState {
     open: Option<i64>,
     slices: u64,
     record_days: bool,
+    log_trades: bool,
     days: Vec<i64>,
     lanes: Vec<Result<SavedLane, CellFailure>>,
 }
@@ -79,6 +81,8 @@ pub(crate) struct UniverseKernel<S: Strategy> {
     max_leverage: f64,
     conventions: Conventions,
     record_days: bool,
+    /// Whether each lane's book keeps its round trips (`--trades`).
+    log_trades: bool,
     days: Vec<i64>,
     trace: Option<CellTrace>,
 }
@@ -113,6 +117,7 @@ impl<S: Strategy> UniverseKernel<S> {
             max_leverage: exec.max_leverage,
             conventions: Conventions::of(exec),
             record_days: exec.ratios == RatioConvention::Geometric,
+            log_trades: false,
             days: Vec::new(),
             trace: None,
         }
@@ -127,6 +132,33 @@ impl<S: Strategy> UniverseKernel<S> {
     /// The trace recorded (empty when not tracing).
     pub(crate) fn take_trace(&mut self) -> CellTrace {
         self.trace.take().unwrap_or_default()
+    }
+
+    /// Keeps every lane's round trips, member by member (see [`UniverseKernel::take_trades`]);
+    /// call it before the first batch.
+    pub(crate) fn logging_trades(mut self) -> Self {
+        self.log_trades = true;
+        self
+    }
+
+    /// Whether the lanes log their round trips.
+    pub(crate) fn logs_trades(&self) -> bool {
+        self.log_trades
+    }
+
+    /// Every lane's round trips so far, each member's open one marked at its last price (empty
+    /// lists when not logging; a failed lane's are dropped).
+    pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {
+        let marks = &self.marks;
+        self.lanes
+            .iter_mut()
+            .map(|lane| match lane {
+                Lane::Live {
+                    book: Some(book), ..
+                } => book.take_trips(marks),
+                _ => Vec::new(),
+            })
+            .collect()
     }
 
     /// Records each lane's equity at the close of every day.
@@ -162,7 +194,12 @@ impl<S: Strategy> UniverseKernel<S> {
         self.marks = vec![0.0; n];
         for lane in &mut self.lanes {
             if let Lane::Live { book, .. } = lane {
-                *book = Some(Book::new(n).splitting_reversals(self.split_reversals));
+                let fresh = Book::new(n).splitting_reversals(self.split_reversals);
+                *book = Some(if self.log_trades {
+                    fresh.logging_trips()
+                } else {
+                    fresh
+                });
             }
         }
         if let Some(trace) = self.trace.as_mut() {
@@ -195,7 +232,8 @@ impl<S: Strategy> UniverseKernel<S> {
                 else {
                     continue;
                 };
-                let filled = book.fill(m, price, &self.marks, self.cost);
+                let at = (self.slices, ts);
+                let filled = book.fill(m, (price, at), &self.marks, self.cost);
                 if let (Some(f), Some(trace), 0) = (filled, self.trace.as_mut(), k) {
                     trace.fills.push(Fill {
                         index: self.slices,
@@ -309,6 +347,7 @@ impl<S: Strategy> UniverseKernel<S> {
             open: self.open,
             slices: self.slices,
             record_days: self.record_days,
+            log_trades: self.log_trades,
             days: self.days.clone(),
             lanes,
         })
@@ -352,6 +391,7 @@ impl<S: Strategy> UniverseKernel<S> {
         self.open = state.open;
         self.slices = state.slices;
         self.record_days = state.record_days;
+        self.log_trades = state.log_trades;
         self.days = state.days;
         Ok(())
     }

@@ -1,10 +1,10 @@
 //! The sweep's private folder: the spool of final cells and the outputs rendered from it.
 
-use super::{Plan, RunOptions, output_error};
-use crate::error::{Error, Result};
+use super::{Plan, output_error};
+use crate::error::Result;
 use crate::metrics::RankMetric;
 use crate::sweep::output::{OrderedRender, TradesFile};
-use crate::sweep::{CellSpool, FinalCell, LeaderboardRows, WorkUnit, output};
+use crate::sweep::{CellSpool, FinalCell, LeaderboardRows, output};
 
 /// A private folder for the sweep's spool and outputs, and the spool with the cells resumed
 /// from the persisted ledger already in it (kept for the returns book, which opens later).
@@ -77,31 +77,4 @@ pub(super) struct Outputs {
     pub(super) resumed: Vec<FinalCell>,
     /// Where the cells' trades go (`--trades`), those resumed written already.
     pub(super) trades: Option<TradesFile>,
-}
-
-/// Refuses `--trades` where the engine cannot keep them: a universe strategy, or histories
-/// read slice by slice (larger than the shard cache).
-pub(super) fn check_trades(plan: &Plan, opts: &RunOptions, units: &[WorkUnit]) -> Result<()> {
-    if !opts.trades {
-        return Ok(());
-    }
-    let problem = if plan.strategy.universe {
-        format!(
-            "--trades: strategy {} trades a universe, whose round trips are not kept yet; \
-             sweep without --trades, or trace one cell with --replay <id> --cell <set>@<universe> --trades FILE",
-            plan.strategy.name
-        )
-    } else if let Some(unit) = units.iter().find(|u| u.chain.is_some()) {
-        format!(
-            "--trades: the history of {} is larger than the shard cache and is read slice by \
-             slice, across which round trips are not kept yet; raise --cache-mb above its size \
-             in memory or sweep without --trades",
-            unit.shard
-        )
-    } else {
-        return Ok(());
-    };
-    Err(Error::Config {
-        problems: vec![problem],
-    })
 }

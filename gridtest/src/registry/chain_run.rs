@@ -3,7 +3,7 @@
 //! never per event.
 
 use crate::data::{FeedBatch, ShardData};
-use crate::engine::{CellOutcome, Chain, Checkpoint, CheckpointError, DayReturns, ExecModel};
+use crate::engine::{Chain, Checkpoint, CheckpointError, ExecModel, Keep, Recorded};
 use crate::params::ParamSet;
 use crate::strategy::Strategy;
 
@@ -21,9 +21,9 @@ pub trait ChainRun: Send {
     /// See [`Chain::checkpoint`].
     fn checkpoint(&self) -> Result<Vec<u8>, CheckpointError>;
 
-    /// One outcome per set, in order, and each set's return per day (empty unless the chain
-    /// records days); `n_days`: the whole history's days with data.
-    fn finish(self: Box<Self>, n_days: u32) -> (Vec<CellOutcome>, DayReturns);
+    /// One outcome per set, in order, with each set's return per day and round trips (empty
+    /// unless the chain keeps them); `n_days`: the whole history's days with data.
+    fn finish(self: Box<Self>, n_days: u32) -> Recorded;
 }
 
 impl<S: Strategy> ChainRun for Chain<S> {
@@ -39,23 +39,43 @@ impl<S: Strategy> ChainRun for Chain<S> {
         Chain::checkpoint(self).map(|c| c.to_bytes())
     }
 
-    fn finish(self: Box<Self>, n_days: u32) -> (Vec<CellOutcome>, DayReturns) {
-        Chain::finish_recorded(*self, n_days)
+    fn finish(self: Box<Self>, n_days: u32) -> Recorded {
+        Chain::finish_kept(*self, n_days)
     }
 }
 
-/// Starts `S`'s chain over `sets` (recording days when `record`), or resumes it from the bytes
-/// of a checkpoint (which say whether it records).
+/// Starts `S`'s chain over `sets` keeping what `keep` asks, or resumes it from the bytes of a
+/// checkpoint (which say whether it records days; one that lacks the trips `keep` asks for is
+/// refused rather than losing the trips of its earlier slices).
 pub(super) fn start_chain<S: Strategy>(
     sets: &[ParamSet],
     exec: &ExecModel,
     checkpoint: Option<&[u8]>,
-    record: bool,
+    keep: Keep,
 ) -> Result<Box<dyn ChainRun>, CheckpointError> {
     let chain = match checkpoint {
-        Some(bytes) => Chain::<S>::resume(sets, exec, &Checkpoint::from_bytes(bytes)?)?,
-        None if record => Chain::<S>::start(sets, exec)?.recording_days(),
-        None => Chain::<S>::start(sets, exec)?,
+        Some(bytes) => {
+            let chain = Chain::<S>::resume(sets, exec, &Checkpoint::from_bytes(bytes)?)?;
+            if keep.trades && !chain.logs_trades() {
+                return Err(CheckpointError::Mismatch {
+                    what: "it was saved without the round trips this run keeps".to_owned(),
+                });
+            }
+            chain
+        }
+        None => {
+            let chain = Chain::<S>::start(sets, exec)?;
+            let chain = if keep.days {
+                chain.recording_days()
+            } else {
+                chain
+            };
+            if keep.trades {
+                chain.logging_trades()
+            } else {
+                chain
+            }
+        }
     };
     Ok(Box::new(chain))
 }

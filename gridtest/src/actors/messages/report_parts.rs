@@ -103,6 +103,7 @@ mod tests {
             ret: x,
             fees: x,
             end: crate::engine::TradeEnd::TakeProfit,
+            member: u32::MAX,
         }
     }
 

@@ -18,8 +18,9 @@ use crate::actors::messages::{
 use crate::actors::shard_loader::{ShardHandle, ShardRequest};
 use crate::actors::wire::Wire;
 use crate::data::{Dataset, ProcessReads};
+use crate::engine::{Keep, Recorded};
 use crate::params::ParamSet;
-use crate::registry::{ChainRun, find_strategy};
+use crate::registry::{ChainRun, StartChain, find_strategy};
 use crate::sweep::{CellFailure, CheckpointBytes, FailureKind, SetResult, SliceChain, WorkUnit};
 
 /// The largest checkpoint sent to the head (as base64 in JSON, a third larger): a larger one is
@@ -44,20 +45,24 @@ pub(super) async fn run_chained(
         unit: &unit,
     };
     let (cells, rows, node_fault) = match run.slices(sets).await {
-        Ok((cells, days, rows)) => {
-            let days = days.into_iter().chain(std::iter::repeat_with(Vec::new));
+        Ok((kept, rows)) => {
+            let days = kept.days.per_set.into_iter();
+            let trades = kept.trades.into_iter();
             let results = places
                 .into_iter()
                 .zip(ids)
-                .zip(cells)
-                .zip(days)
-                .map(|(((place, param_set), outcome), day_returns)| SetResult {
-                    place,
-                    param_set,
-                    outcome,
-                    day_returns,
-                    trades: Vec::new(),
-                })
+                .zip(kept.cells)
+                .zip(days.chain(std::iter::repeat_with(Vec::new)))
+                .zip(trades.chain(std::iter::repeat_with(Vec::new)))
+                .map(
+                    |((((place, param_set), outcome), day_returns), trades)| SetResult {
+                        place,
+                        param_set,
+                        outcome,
+                        day_returns,
+                        trades,
+                    },
+                )
                 .collect();
             (Ok(results), rows, None)
         }
@@ -77,12 +82,9 @@ pub(super) async fn run_chained(
     }
 }
 
-/// A unit's outcomes, each cell's daily returns (empty unless recorded) and the last slice's
-/// events; or one failure for every cell.
-type ChainOutcome = Result<
-    (Vec<crate::sweep::CellOutcome>, Vec<Vec<f64>>, u64),
-    (CellFailure, Option<NodeDataFault>),
->;
+/// A unit's outcomes with each cell's daily returns and round trips (empty unless kept), and
+/// the last slice's events; or one failure for every cell.
+type ChainOutcome = Result<(Recorded, u64), (CellFailure, Option<NodeDataFault>)>;
 
 struct Run<'a> {
     args: &'a ScorerArgs,
@@ -103,11 +105,13 @@ impl Run<'_> {
         })?;
         let dataset = Dataset::try_new(&self.context.dataset, self.context.kind)
             .map_err(|e| (CellFailure::new(FailureKind::Data, e.to_string()), None))?;
-        let (exec, record) = (self.context.exec.clone(), self.context.record_days);
-        let checkpoint = chain.checkpoint.as_ref().map(|c| c.0.clone());
-        let mut start = Some((sets, exec, checkpoint));
-        let mut lanes: Option<Box<dyn ChainRun>> = None;
-        for k in chain.done as usize..chain.len() {
+        let keep = Keep {
+            days: self.context.record_days,
+            trades: self.context.record_trades,
+        };
+        let (first, run) = self.lanes(strategy.chain, sets, keep).await?;
+        let mut lanes = Some(run);
+        for k in first..chain.len() {
             let began = Instant::now();
             let request = ShardRequest {
                 dataset: dataset.clone(),
@@ -124,18 +128,10 @@ impl Run<'_> {
                 }
             };
             let last = k + 1 == chain.len();
-            let start_now = start.take();
             let rt = tokio::runtime::Handle::current();
             let n_days = chain.n_days;
+            let mut run = lanes.take().expect("the lanes go from slice to slice");
             let step = tokio::task::spawn_blocking(move || -> Result<Step, CellFailure> {
-                let mut run = match (lanes, start_now) {
-                    (Some(run), _) => run,
-                    (None, Some((sets, exec, saved))) => {
-                        (strategy.chain)(&sets, &exec, saved.as_deref(), record)
-                            .map_err(|e| crash(format!("the unit's lanes: {e}")))?
-                    }
-                    (None, None) => unreachable!("the lanes start with the first slice run"),
-                };
                 match (handle, stream) {
                     (ShardHandle::Loaded(data), _) => run.feed(&data),
                     (_, Some(mut stream)) => {
@@ -146,8 +142,7 @@ impl Run<'_> {
                     (ShardHandle::Stream(..), None) => unreachable!("opened above"),
                 }
                 if last {
-                    let (cells, days) = run.finish(n_days);
-                    return Ok(Step::Finished(cells, days.per_set));
+                    return Ok(Step::Finished(run.finish(n_days)));
                 }
                 let saved = run
                     .checkpoint()
@@ -158,7 +153,7 @@ impl Run<'_> {
             .map_err(|e| (crash(e), None))?
             .map_err(|failure| (failure, None))?;
             match step {
-                Step::Finished(cells, days) => return Ok((cells, days, rows)),
+                Step::Finished(kept) => return Ok((kept, rows)),
                 Step::Saved(run, saved) => {
                     self.report_slice(k, saved, rows, began);
                     lanes = Some(run);
@@ -166,6 +161,36 @@ impl Run<'_> {
             }
         }
         unreachable!("a chain has a last slice")
+    }
+
+    /// The unit's lanes and the slice they start at: taken up from the head's checkpoint, or,
+    /// when there is none or it cannot be taken up (saved by another version of gridtest, or
+    /// without the round trips this sweep keeps), fresh at the history's first slice.
+    async fn lanes(
+        &self,
+        start: StartChain,
+        sets: Vec<ParamSet>,
+        keep: Keep,
+    ) -> Result<(usize, Box<dyn ChainRun>), (CellFailure, Option<NodeDataFault>)> {
+        let chain: &SliceChain = self.unit.chain.as_deref().expect("a chained unit");
+        let exec = self.context.exec.clone();
+        let saved = chain.checkpoint.as_ref().map(|c| c.0.clone());
+        let (unit, done) = (self.unit.id, chain.done as usize);
+        tokio::task::spawn_blocking(move || {
+            if let Some(bytes) = saved {
+                match start(&sets, &exec, Some(&bytes), keep) {
+                    Ok(run) => return Ok((done, run)),
+                    Err(e) => tracing::warn!(%unit, error = %e,
+                        "the unit's checkpoint cannot be taken up: its history starts over"),
+                }
+            }
+            start(&sets, &exec, None, keep)
+                .map(|run| (0, run))
+                .map_err(|e| crash(format!("the unit's lanes: {e}")))
+        })
+        .await
+        .map_err(|e| (crash(e), None))?
+        .map_err(|failure| (failure, None))
     }
 
     /// Sends the head the lanes' state after slice `k`.
@@ -202,8 +227,8 @@ impl Run<'_> {
 enum Step {
     /// The lanes after a slice that is not the last, and their state's bytes.
     Saved(Box<dyn ChainRun>, Vec<u8>),
-    /// The cells and their daily returns after the last slice.
-    Finished(Vec<crate::sweep::CellOutcome>, Vec<Vec<f64>>),
+    /// The cells, with what the unit keeps, after the last slice.
+    Finished(Recorded),
 }
 
 fn data_failure(e: &crate::data::DataError) -> (CellFailure, Option<NodeDataFault>) {

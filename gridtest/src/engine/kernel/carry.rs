@@ -2,10 +2,11 @@
 //!
 //! Everything a lane's next event reads is saved: the strategy (through
 //! [`Strategy::save_state`]), the account with its open tile of return moments, the equity at
-//! each day's close, the events the lookback still reads, the shared means' running sums, and
-//! the kernel's counters (events seen, periods of the open tile, days ended). Tiles stay on the
-//! shard's multiples of [`super::TILE`], so a restored kernel fed the rest of the history does
-//! the operations the uncut run does, in the same order: the cells are bit-identical.
+//! each day's close, the events the lookback still reads, the shared means' running sums, the
+//! kernel's counters (events seen, periods of the open tile, days ended), and the round trips
+//! booked so far when a sweep keeps them. Tiles stay on the shard's multiples of
+//! [`super::TILE`], so a restored kernel fed the rest of the history does the operations the
+//! uncut run does, in the same order: the cells are bit-identical.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,7 @@ use crate::engine::CellFailure;
 use crate::engine::account::Account;
 use crate::engine::checkpoint::CheckpointError;
 use crate::engine::shared_pool::{PoolState, SharedPool};
+use crate::engine::trades::TargetTrades;
 use crate::engine::window::{Window, WindowState};
 use crate::strategy::{Feed, Strategy};
 
@@ -27,6 +29,8 @@ pub(in crate::engine) struct KernelState {
     window: WindowState,
     pool: PoolState,
     lanes: Vec<LaneState>,
+    /// Every lane's round trips so far, when logging them (`--trades`).
+    trades: Option<Vec<TargetTrades>>,
 }
 
 impl KernelState {
@@ -75,6 +79,7 @@ impl<S: Strategy> Kernel<S> {
             window: self.window.save(),
             pool,
             lanes,
+            trades: self.trades.clone(),
         })
     }
 
@@ -121,6 +126,7 @@ impl<S: Strategy> Kernel<S> {
         self.tile_periods = state.tile_periods;
         self.record_days = state.record_days;
         self.days = state.days;
+        self.trades = state.trades;
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! `TradesFile`: every round trip of every cell (`--trades`), one row each, to
 //! `trades.parquet` as the cells become final — the grid's axes, `symbol`, `param_set_id` and
-//! `shard` as in `results.parquet` (to join on), then the trade in the engine's one format
-//! ([`Trade`]). Rows go out a row group at a time, so memory stays bounded however many
+//! `shard` as in `results.parquet` (to join on), `member` (the symbol traded: the shard's own,
+//! or a universe's member), then the trade in the engine's one format ([`Trade`]). Rows go out a row group at a time, so memory stays bounded however many
 //! trades a sweep makes.
 
 use std::collections::HashMap;
@@ -34,7 +34,8 @@ pub struct TradesFile {
     writer: ArrowWriter<File>,
     schema: SchemaRef,
     expander: SetExpander,
-    symbols: HashMap<ShardId, String>,
+    /// Each shard's symbol (a universe's name) and the symbols it trades.
+    symbols: HashMap<ShardId, (String, Vec<String>)>,
     columns: Columns,
     rows: u64,
 }
@@ -53,6 +54,7 @@ struct Columns {
     params: Vec<ParamColumn>,
     axes: Vec<String>,
     symbol: StringBuilder,
+    member: StringBuilder,
     set_id: StringBuilder,
     shard: StringBuilder,
     trade: UInt32Builder,
@@ -87,6 +89,7 @@ impl TradesFile {
         let time = DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()));
         fields.extend([
             Field::new("symbol", DataType::Utf8, false),
+            Field::new("member", DataType::Utf8, false),
             Field::new("param_set_id", DataType::Utf8, false),
             Field::new("shard", DataType::Utf8, false),
             Field::new("trade", DataType::UInt32, false),
@@ -113,7 +116,7 @@ impl TradesFile {
             .map_err(|e| output_error(&path, e))?;
         let symbols = shards
             .iter()
-            .map(|s| (s.id(), s.symbol().to_owned()))
+            .map(|s| (s.id(), (s.symbol().to_owned(), s.symbols().to_vec())))
             .collect();
         Ok(Self {
             path,
@@ -135,10 +138,11 @@ impl TradesFile {
             return Ok(());
         }
         let set = self.expander.set_at(cell.place.position);
-        let symbol = self
+        let (symbol, members) = self
             .symbols
             .get(&cell.key.shard)
-            .map_or_else(|| cell.key.shard.0.clone(), Clone::clone);
+            .cloned()
+            .unwrap_or_else(|| (cell.key.shard.0.clone(), Vec::new()));
         let (set_id, shard) = (cell.key.param_set.to_string(), cell.key.shard.to_string());
         for (k, trade) in cell.trades.iter().enumerate() {
             let c = &mut self.columns;
@@ -146,6 +150,8 @@ impl TradesFile {
                 col.append(set.as_ref().and_then(|s| s.get(axis)));
             }
             c.symbol.append_value(&symbol);
+            let member = members.get(trade.member as usize).unwrap_or(&symbol);
+            c.member.append_value(member);
             c.set_id.append_value(&set_id);
             c.shard.append_value(&shard);
             c.trade.append_value(u32::try_from(k).unwrap_or(u32::MAX));
@@ -190,6 +196,7 @@ impl Columns {
             params,
             axes,
             symbol: StringBuilder::new(),
+            member: StringBuilder::new(),
             set_id: StringBuilder::new(),
             shard: StringBuilder::new(),
             trade: UInt32Builder::new(),
@@ -228,8 +235,9 @@ impl Columns {
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.buffered = 0;
         let mut columns: Vec<ArrayRef> = self.params.iter_mut().map(ParamColumn::finish).collect();
-        columns.extend::<[ArrayRef; 16]>([
+        columns.extend::<[ArrayRef; 17]>([
             Arc::new(self.symbol.finish()),
+            Arc::new(self.member.finish()),
             Arc::new(self.set_id.finish()),
             Arc::new(self.shard.finish()),
             Arc::new(self.trade.finish()),
