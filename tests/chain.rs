@@ -137,13 +137,13 @@ fn universe(members: &[History]) -> History {
 
 /// Runs `sets` over the history's days in slices of `per_slice` days, saving every lane to
 /// bytes and restoring them in a new chain between two slices; days recorded, and round trips
-/// when `trades`.
+/// when `trades`. Also the trips the chain said it held before finishing.
 fn chained<S: Strategy>(
     h: &History,
     sets: &[ParamSet],
     exec: &ExecModel,
     (per_slice, trades): (usize, bool),
-) -> Recorded {
+) -> (Recorded, usize) {
     let mut chain = Chain::<S>::start(sets, exec).unwrap().recording_days();
     if trades {
         chain = chain.logging_trades();
@@ -163,7 +163,8 @@ fn chained<S: Strategy>(
             chain.feed(day);
         }
     }
-    chain.finish_kept(h.whole.n_days())
+    let held = chain.trades_held();
+    (chain.finish_kept(h.whole.n_days()), held)
 }
 
 /// The chained cells and day returns equal the uncut run's, bit for bit (compared through
@@ -181,7 +182,8 @@ fn assert_chains_exactly<S: Strategy>(h: &History, sets: &[ParamSet], exec: &Exe
         sets.len()
     );
     for per_slice in [1, 3] {
-        let cut = chained::<S>(h, sets, exec, (per_slice, false));
+        let (cut, held) = chained::<S>(h, sets, exec, (per_slice, false));
+        assert_eq!(held, 0, "no trips held unless logged");
         assert_eq!(cut.cells.len(), sets.len());
         for ((set, a), b) in sets.iter().zip(&whole).zip(&cut.cells) {
             assert_eq!(
@@ -201,10 +203,15 @@ fn assert_chains_exactly<S: Strategy>(h: &History, sets: &[ParamSet], exec: &Exe
         trades: true,
     };
     let uncut = run_chunk_with::<S>(&h.whole, sets, exec, keep);
-    let cut = chained::<S>(h, sets, exec, (1, true));
+    let (cut, held) = chained::<S>(h, sets, exec, (1, true));
     assert_eq!(format!("{:?}", uncut.cells), format!("{:?}", cut.cells));
     let trips: usize = uncut.trades.iter().map(Vec::len).sum();
     assert!(trips >= traded, "the sets' round trips are kept ({trips})");
+    let closed = cut.trades.iter().flatten().filter(|t| !t.is_open()).count();
+    assert!(
+        held >= closed,
+        "the chain counts what it holds: {held} < {closed}"
+    );
     for ((set, a), b) in sets.iter().zip(&uncut.trades).zip(&cut.trades) {
         assert_eq!(format!("{a:?}"), format!("{b:?}"), "[{set}]: round trips");
     }

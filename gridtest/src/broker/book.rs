@@ -169,6 +169,11 @@ impl Broker {
         (self.mark, self.model.initial_cash, self.model.multiplier)
     }
 
+    /// How many closed trades are recorded.
+    pub(crate) fn recorded(&self) -> usize {
+        self.record.as_ref().map_or(0, Vec::len)
+    }
+
     /// The closed trades recorded (empty unless recording).
     pub(crate) fn take_record(&mut self) -> Vec<super::ClosedTrade> {
         self.record.as_mut().map(std::mem::take).unwrap_or_default()

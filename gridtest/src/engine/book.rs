@@ -107,6 +107,11 @@ impl Book {
         })
     }
 
+    /// Round trips booked so far (0 unless logging).
+    pub(crate) fn trips_held(&self) -> usize {
+        self.trips.as_ref().map_or(0, |t| t.held())
+    }
+
     /// Notes whether a position is open as a slice begins (for exposure).
     #[inline(always)]
     pub(crate) fn begin_slice(&mut self) {

@@ -137,6 +137,13 @@ impl<S: Strategy> Chain<S> {
         self.kernel.logs_trades()
     }
 
+    /// The round trips the lanes hold so far (on the orders path, closed trades and timed
+    /// fills): what a checkpoint of a chain that logs them grows by.
+    #[must_use]
+    pub fn trades_held(&self) -> usize {
+        self.kernel.trades_held()
+    }
+
     /// Runs the lanes over `slice`, the next days of the history.
     pub fn feed(&mut self, slice: &ShardData) {
         for batch in slice.batches() {

@@ -187,6 +187,11 @@ impl<S: Strategy> Kernel<S> {
         self.trades.is_some()
     }
 
+    /// Round trips the lanes have booked so far.
+    pub(crate) fn trades_held(&self) -> usize {
+        self.trades.iter().flatten().map(TargetTrades::held).sum()
+    }
+
     /// Every lane's round trips so far, the open one marked at the lane's equity now (empty
     /// lists when not logging; a failed lane's are dropped).
     pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {

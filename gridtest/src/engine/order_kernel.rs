@@ -107,6 +107,20 @@ impl<S: Strategy> OrderKernel<S> {
         self.trades.is_some()
     }
 
+    /// Closed trades and timed fills the lanes hold so far.
+    pub(crate) fn trades_held(&self) -> usize {
+        let timed: usize = self.trades.iter().flatten().map(OrderTrades::held).sum();
+        let closed: usize = self
+            .lanes
+            .iter()
+            .map(|lane| match lane {
+                Lane::Live { account, .. } => account.broker.recorded(),
+                Lane::Failed(_) => 0,
+            })
+            .sum();
+        timed + closed
+    }
+
     /// Every lane's trades so far, closed and open (empty lists when not logging; a failed
     /// lane's are dropped).
     pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {

@@ -110,6 +110,11 @@ impl<S: Strategy> AnyKernel<S> {
         }
     }
 
+    /// Round trips (or, on the orders path, closed trades and timed fills) held so far.
+    pub(crate) fn trades_held(&self) -> usize {
+        each!(&self.path, k => k.trades_held())
+    }
+
     /// Every lane's round trips so far (see [`AnyKernel::logging_trades`]).
     pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {
         match &mut self.path {

@@ -189,6 +189,11 @@ impl TargetTrades {
         self.open = (now != 0.0).then(|| entry(units, after, opening));
     }
 
+    /// Round trips closed so far.
+    pub(super) fn held(&self) -> usize {
+        self.closed.len()
+    }
+
     /// The round trips, the open one marked at `equity` (the lane's equity after the last
     /// event).
     pub(super) fn finish(self, equity: f64) -> Vec<Trade> {
@@ -221,6 +226,11 @@ impl OrderTrades {
             self.fills_seen = fills;
             self.times.push((index, ts));
         }
+    }
+
+    /// Fills timed so far (a closed trade has two).
+    pub(super) fn held(&self) -> usize {
+        self.times.len()
     }
 
     fn time_of(&self, index: u64) -> i64 {
@@ -328,6 +338,11 @@ impl UniverseTrips {
         };
         let exit = (at.0, at.1, price);
         self.closed.push(open.trade(Some(exit), (pnl, ret, fee), m));
+    }
+
+    /// Round trips closed so far.
+    pub(super) fn held(&self) -> usize {
+        self.closed.len()
     }
 
     /// The round trips, closed ones first, then each member's open one with `pnl_ret(m)`: its

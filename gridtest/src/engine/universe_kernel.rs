@@ -146,6 +146,19 @@ impl<S: Strategy> UniverseKernel<S> {
         self.log_trades
     }
 
+    /// Round trips the lanes' books hold so far.
+    pub(crate) fn trades_held(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|lane| match lane {
+                Lane::Live {
+                    book: Some(book), ..
+                } => book.trips_held(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Every lane's round trips so far, each member's open one marked at its last price (empty
     /// lists when not logging; a failed lane's are dropped).
     pub(crate) fn take_trades(&mut self) -> Vec<Vec<Trade>> {

@@ -15,6 +15,9 @@ pub trait ChainRun: Send {
     /// Runs the lanes over the next events (a slice read as a stream).
     fn feed_batch(&mut self, batch: &FeedBatch);
 
+    /// The round trips held so far (see [`Chain::trades_held`]).
+    fn trades_held(&self) -> usize;
+
     /// Every lane's state, as [`Checkpoint::to_bytes`] writes it.
     ///
     /// # Errors
@@ -33,6 +36,10 @@ impl<S: Strategy> ChainRun for Chain<S> {
 
     fn feed_batch(&mut self, batch: &FeedBatch) {
         Chain::feed_batch(self, batch);
+    }
+
+    fn trades_held(&self) -> usize {
+        Chain::trades_held(self)
     }
 
     fn checkpoint(&self) -> Result<Vec<u8>, CheckpointError> {

@@ -6,6 +6,7 @@
 //! unit's report. Runs on the CPU engine.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ractor::ActorRef;
@@ -27,6 +28,11 @@ use crate::sweep::{CellFailure, CheckpointBytes, FailureKind, SetResult, SliceCh
 /// kept on this node only, and the unit restarts from its first slice if the node is lost.
 const MAX_SENT_CHECKPOINT: usize = MAX_MESSAGE_BYTES / 4 * 3;
 
+/// Fewer bytes than any round trip takes in a checkpoint: lanes holding more trips than
+/// [`MAX_SENT_CHECKPOINT`] over this are not even encoded (the trips only grow, and encoding
+/// them after every slice would cost the square of the history's trades).
+const MIN_TRADE_BYTES: usize = 32;
+
 /// Runs the chained unit of `lease` to its end; its report.
 pub(super) async fn run_chained(
     args: &ScorerArgs,
@@ -43,6 +49,7 @@ pub(super) async fn run_chained(
         supervisor,
         context: &context,
         unit: &unit,
+        kept_here: AtomicBool::new(false),
     };
     let (cells, rows, node_fault) = match run.slices(sets).await {
         Ok((kept, rows)) => {
@@ -91,6 +98,8 @@ struct Run<'a> {
     supervisor: &'a ActorRef<SupervisorMsg>,
     context: &'a crate::actors::messages::SweepContext,
     unit: &'a WorkUnit,
+    /// Whether the head was told once that the lanes' state stays on this node.
+    kept_here: AtomicBool,
 }
 
 impl Run<'_> {
@@ -144,10 +153,13 @@ impl Run<'_> {
                 if last {
                     return Ok(Step::Finished(run.finish(n_days)));
                 }
+                if run.trades_held() > MAX_SENT_CHECKPOINT / MIN_TRADE_BYTES {
+                    return Ok(Step::Saved(run, None));
+                }
                 let saved = run
                     .checkpoint()
                     .map_err(|e| CellFailure::new(FailureKind::Params, e.to_string()))?;
-                Ok(Step::Saved(run, saved))
+                Ok(Step::Saved(run, Some(saved)))
             })
             .await
             .map_err(|e| (crash(e), None))?
@@ -194,14 +206,18 @@ impl Run<'_> {
     }
 
     /// Sends the head the lanes' state after slice `k`.
-    fn report_slice(&self, k: usize, saved: Vec<u8>, rows: u64, began: Instant) {
-        let saved = if saved.len() > MAX_SENT_CHECKPOINT {
-            tracing::warn!(unit = %self.unit.id, bytes = saved.len(),
-                "the lanes' state is too large to send to the head: kept on this node only \
-                 (fewer parameter sets per unit make it smaller)");
-            Vec::new()
-        } else {
-            saved
+    fn report_slice(&self, k: usize, saved: Option<Vec<u8>>, rows: u64, began: Instant) {
+        let saved = match saved {
+            Some(saved) if saved.len() <= MAX_SENT_CHECKPOINT => saved,
+            too_large => {
+                if !self.kept_here.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(unit = %self.unit.id, bytes = too_large.map(|s| s.len()),
+                    "the lanes' state is too large to send to the head: kept on this node only \
+                     (fewer parameter sets per unit, or a sweep without --trades, make it \
+                     smaller)");
+                }
+                Vec::new()
+            }
         };
         let report = SliceReport {
             sweep_id: self.context.sweep_id.clone(),
@@ -225,8 +241,9 @@ impl Run<'_> {
 
 /// What one slice's run left.
 enum Step {
-    /// The lanes after a slice that is not the last, and their state's bytes.
-    Saved(Box<dyn ChainRun>, Vec<u8>),
+    /// The lanes after a slice that is not the last, and their state's bytes (none when the
+    /// round trips they hold make it too large to send).
+    Saved(Box<dyn ChainRun>, Option<Vec<u8>>),
     /// The cells, with what the unit keeps, after the last slice.
     Finished(Recorded),
 }
