@@ -426,4 +426,26 @@ fn what_cannot_be_carried_is_refused_with_what_to_do() {
     let costlier = exec.clone().with_commission_bps(9.0);
     assert!(Chain::<SmaCrossover>::resume(&sets, &costlier, &saved).is_err());
     assert!(Checkpoint::from_bytes(b"not a checkpoint").is_err());
+
+    // A node keeping round trips (`--trades`) cannot take up a checkpoint saved without them:
+    // the trips of its earlier slices would be missing (its scorer starts the history over).
+    let start = gridtest::registry::find_strategy("sma_crossover")
+        .unwrap()
+        .chain;
+    let (days, trips) = (
+        Keep {
+            days: true,
+            trades: false,
+        },
+        Keep {
+            days: false,
+            trades: true,
+        },
+    );
+    let bytes = saved.to_bytes();
+    assert!(start(&sets, &exec, Some(&bytes), days).is_ok());
+    let Err(without) = start(&sets, &exec, Some(&bytes), trips) else {
+        panic!("a checkpoint without trips cannot give them");
+    };
+    assert!(without.to_string().contains("round trips"), "{without}");
 }

@@ -487,6 +487,7 @@ fn pandas_and_polars_read_the_same_types_from_the_csv_as_from_the_parquet() {
     );
     assert_eq!(polars["exit_price"], "Float64");
     assert_eq!(polars["open"], "Boolean");
+    assert_eq!(polars["member"], "String");
     let rows = trades["rows"].as_u64().unwrap();
     assert!(rows > 100, "{rows} trades");
     assert_eq!(
