@@ -289,6 +289,8 @@ impl ShardReader {
                         source: *source,
                     }
                 }
+                // The Parquet error alone: DataFusion's wrapper would repeat "Parquet error".
+                DataFusionError::ParquetError(parquet) => unreadable(parquet.to_string()),
                 other => unreadable(other.to_string()),
             })?;
         let file_meta = footer.file_metadata();

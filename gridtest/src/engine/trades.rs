@@ -56,7 +56,8 @@ pub struct Trade {
     /// Units of the asset at entry, signed: positive long, negative short (the targets path
     /// trades units of a starting equity of 1).
     pub size: f64,
-    /// Event index of the entry fill in the shard.
+    /// Event index of the entry fill in the shard (on a universe: the index of its slice, a
+    /// distinct timestamp of the merged members).
     pub entry_index: u64,
     /// Its timestamp, nanoseconds since the epoch (UTC).
     pub entry_time: i64,
