@@ -25,7 +25,8 @@ use crate::registry::{ChainRun, StartChain, find_strategy};
 use crate::sweep::{CellFailure, CheckpointBytes, FailureKind, SetResult, SliceChain, WorkUnit};
 
 /// The largest checkpoint sent to the head (as base64 in JSON, a third larger): a larger one is
-/// kept on this node only, and the unit restarts from its first slice if the node is lost.
+/// kept on this node only, and the unit restarts from the last checkpoint the head has (its
+/// first slice if none) if the node is lost.
 const MAX_SENT_CHECKPOINT: usize = MAX_MESSAGE_BYTES / 4 * 3;
 
 /// Fewer bytes than any round trip takes in a checkpoint: lanes holding more trips than
@@ -212,9 +213,9 @@ impl Run<'_> {
             too_large => {
                 if !self.kept_here.swap(true, Ordering::Relaxed) {
                     tracing::warn!(unit = %self.unit.id, bytes = too_large.map(|s| s.len()),
-                    "the lanes' state is too large to send to the head: kept on this node only \
-                     (fewer parameter sets per unit, or a sweep without --trades, make it \
-                     smaller)");
+                        "the lanes' state is too large to send to the head: kept on this node \
+                         only (fewer parameter sets per unit, or a sweep without --trades, make \
+                         it smaller)");
                 }
                 Vec::new()
             }
