@@ -1,5 +1,6 @@
-//! The layers of the `gridtest` crate point one way: every `crate::…` path a module uses names
-//! a module of a lower layer (or itself). The table is `docs/architecture.md`'s; a new module
+//! The layers of gridtest point one way. Across crates Cargo enforces it (`gridtest-core` cannot
+//! name the crate above it); inside each crate every `crate::…` path a module uses names a
+//! module of a lower layer (or itself). The table is `docs/architecture.md`'s; a new module
 //! must be placed in it, and an upward import fails here with the file and line.
 
 use std::collections::BTreeMap;
@@ -52,6 +53,23 @@ const LAYERS: &[&[&str]] = &[
     // The crate root and the prelude.
     &["lib", "prelude", "main"],
 ];
+
+/// The crates' source folders, lowest layer first: `gridtest-core` holds the layers up to
+/// `registry`, the facade `gridtest` the rest.
+const SOURCES: &[&str] = &["../gridtest/core/src", "../gridtest/src"];
+
+/// Every Rust file of the crates, with the source folder it belongs to.
+fn sources() -> Vec<(PathBuf, PathBuf)> {
+    let mut all = Vec::new();
+    for dir in SOURCES {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        files.sort();
+        all.extend(files.into_iter().map(|f| (src.clone(), f)));
+    }
+    all
+}
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
@@ -140,18 +158,19 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn the_crate_s_layers_point_one_way() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gridtest/src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
     let mut unplaced = BTreeMap::new();
     let mut upward = Vec::new();
-    for file in &files {
-        let module = module_of(&src, file);
+    for (src, file) in &sources() {
+        let module = module_of(src, file);
         let Some(layer) = layer_of(&module) else {
             unplaced.insert(module, file.clone());
             continue;
         };
+        // The core crate holds the layers up to `registry` (and its own root), nothing above.
+        let in_core = src.ends_with("core/src");
+        if in_core && module != "lib" && layer > layer_of("registry").unwrap() {
+            upward.push(format!("{module} is in gridtest-core but above `registry`"));
+        }
         let text = std::fs::read_to_string(file).unwrap();
         for (line, used) in crate_paths(&text) {
             if used == module {
@@ -164,7 +183,7 @@ fn the_crate_s_layers_point_one_way() {
                 Some(l) if l < layer => {}
                 Some(_) => upward.push(format!(
                     "{}:{line}: `{module}` uses `crate::{used}` (same or higher layer)",
-                    file.strip_prefix(&src).unwrap().display()
+                    file.strip_prefix(src).unwrap().display()
                 )),
             }
         }
@@ -193,7 +212,7 @@ fn the_check_sees_an_upward_import() {
     assert!(layer_of("cluster") > layer_of("actors"));
 }
 
-/// Longest file of `gridtest/src`, lines.
+/// Longest file of the crates' sources, lines.
 const MAX_FILE_LINES: usize = 500;
 /// Longest function, lines from its `fn` to its closing brace.
 const MAX_FN_LINES: usize = 80;
@@ -235,14 +254,10 @@ fn functions(text: &str) -> Vec<(usize, usize, String)> {
 
 #[test]
 fn files_and_functions_stay_small() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gridtest/src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
     let mut too_long = Vec::new();
-    for file in &files {
+    for (src, file) in &sources() {
         let text = std::fs::read_to_string(file).unwrap();
-        let name = file.strip_prefix(&src).unwrap().display().to_string();
+        let name = file.strip_prefix(src).unwrap().display().to_string();
         let n = text.lines().count();
         if n > MAX_FILE_LINES {
             too_long.push(format!("{name}: {n} lines (at most {MAX_FILE_LINES})"));
@@ -270,13 +285,10 @@ fn the_size_check_measures_functions() {
 fn the_library_core_prints_nothing() {
     // Printing belongs to the binary-facing layers (`submit`, `run`, the binary); below them,
     // what a run has to say goes through tracing, typed status events or return values.
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gridtest/src");
     let first_printing = layer_of("submit").unwrap();
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let mut printing = Vec::new();
-    for file in &files {
-        let module = module_of(&src, file);
+    for (src, file) in &sources() {
+        let module = module_of(src, file);
         if layer_of(&module).is_none_or(|l| l >= first_printing) {
             continue;
         }
@@ -292,7 +304,7 @@ fn the_library_core_prints_nothing() {
             {
                 printing.push(format!(
                     "{}:{}: {code}",
-                    file.strip_prefix(&src).unwrap().display(),
+                    file.strip_prefix(src).unwrap().display(),
                     n + 1
                 ));
             }

@@ -73,31 +73,25 @@
 
 extern crate self as gridtest;
 
+pub use gridtest_core::{
+    broker, data, engine, indicators, metrics, params, progress, registry, research, storage,
+    strategy,
+};
+
 pub mod actors;
 pub mod autoscale;
-pub mod broker;
 pub mod cli;
 pub mod cluster;
-pub mod data;
-pub mod engine;
 mod error;
 pub mod execute;
-pub mod indicators;
 pub mod ingest;
-pub mod metrics;
 pub mod observe;
-pub mod params;
 pub mod persist;
 pub mod prelude;
-pub mod progress;
-pub mod registry;
 pub mod reopen;
 pub mod replay;
-pub mod research;
 pub mod run;
 pub mod status;
-pub mod storage;
-pub mod strategy;
 #[cfg(feature = "cluster")]
 pub mod submit;
 pub mod sweep;
@@ -109,7 +103,7 @@ pub use engine::ExecModel;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use error::{Error, Result, exit};
 pub use execute::{Recording, ReturnsOptions, RunOptions, run_search, run_sweep};
-pub use gridtest_macros::{Choice, Params, strategy};
+pub use gridtest_macros::{Choice, Params};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{
     CmpOp, Constraint, Grid, GridError, Operand, ParamError, ParamKind, ParamSet, ParamSetId,
@@ -141,9 +135,7 @@ pub fn main(sweep: Sweep) -> Result<Option<SweepReport>> {
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::params::{ParamField, ParamType, TypedField, typed};
-    pub use crate::registry::{STRATEGIES, StrategyEntry, entry};
-    pub use linkme;
+    pub use gridtest_core::__private::*;
 }
 
 /// serde, for `#[derive(Serialize, Deserialize)]` on a strategy that carries its state
