@@ -77,6 +77,7 @@ pub use gridtest_core::{
     broker, data, engine, indicators, metrics, params, progress, registry, research, storage,
     strategy,
 };
+pub use gridtest_sweep::{ingest, persist, status, sweep};
 
 pub mod actors;
 pub mod autoscale;
@@ -84,17 +85,13 @@ pub mod cli;
 pub mod cluster;
 mod error;
 pub mod execute;
-pub mod ingest;
 pub mod observe;
-pub mod persist;
 pub mod prelude;
 pub mod reopen;
 pub mod replay;
 pub mod run;
-pub mod status;
 #[cfg(feature = "cluster")]
 pub mod submit;
-pub mod sweep;
 pub mod transport;
 
 pub use engine::ExecModel;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// gets the same id; it names the sweep's folder under the results root.
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// use gridtest::sweep::SweepId;
 /// let id: SweepId = "00ff00ff00ff00ff".parse().unwrap();
 /// assert_eq!(id.to_string(), "00ff00ff00ff00ff");

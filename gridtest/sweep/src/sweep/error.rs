@@ -2,7 +2,6 @@
 
 /// Errors of describing a sweep and writing its outputs.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum SweepError {
     /// The sweep is not runnable; every problem is listed.
     #[error("sweep of `{strategy}` is invalid:{}", .problems.iter().map(|p| format!("\n  - {p}")).collect::<String>())]

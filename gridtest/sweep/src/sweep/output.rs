@@ -83,7 +83,8 @@ pub const FAILURES_HELD: usize = 1_000;
 /// Cells of output written per batch.
 pub(crate) const OUTPUT_BATCH: usize = 8_192;
 
-pub(crate) fn output_error(path: &Path, e: impl std::fmt::Display) -> SweepError {
+/// [`SweepError::Output`] naming `path`.
+pub fn output_error(path: &Path, e: impl std::fmt::Display) -> SweepError {
     SweepError::Output {
         path: path.display().to_string(),
         reason: e.to_string(),

@@ -5,6 +5,7 @@
 //! `{"at_ms":…,"by_node":"head","event":"node_lost","node":"w1",…}`.
 //!
 //! ```
+//! # extern crate gridtest_sweep as gridtest;
 //! use gridtest::status::{StatusEvent, StatusLog};
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("status.jsonl");
@@ -215,6 +216,7 @@ pub struct StatusLog {
 /// Cheap to clone; every clone sees the same state.
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// use gridtest::status::{StatusEvent, StatusLog};
 /// let log = StatusLog::default();
 /// let ready = log.readiness();

@@ -5,6 +5,7 @@
 /// Every cell is in `results.parquet` whatever this says.
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// use gridtest::sweep::LeaderboardRows;
 ///
 /// assert_eq!("all".parse::<LeaderboardRows>()?, LeaderboardRows::All);

@@ -24,6 +24,7 @@ impl Clock for SystemClock {
 /// simulations of a ledger.
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// use gridtest::sweep::{Clock, ManualClock};
 /// use std::time::Duration;
 ///

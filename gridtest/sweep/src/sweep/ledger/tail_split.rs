@@ -53,8 +53,8 @@ impl Ledger {
     }
 
     /// The scorers' busy time per set as reported so far, in seconds (none before a report).
-    #[cfg(test)]
-    pub(crate) fn busy_per_set(&self) -> Option<f64> {
+    #[must_use]
+    pub fn busy_per_set(&self) -> Option<f64> {
         self.pace.busy_per_set()
     }
 

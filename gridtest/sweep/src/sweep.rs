@@ -130,19 +130,29 @@ pub struct RunInfo {
 }
 
 /// The parts [`SweepResults`] are made of, as the execution hands them over.
-pub(crate) struct ResultParts {
-    pub(crate) strategy: StrategyEntry,
-    pub(crate) grid: Grid,
-    pub(crate) n_sets: usize,
-    pub(crate) shards: Vec<Shard>,
-    pub(crate) spool: Spool,
-    pub(crate) rendered: output::Rendered,
-    pub(crate) workspace: tempfile::TempDir,
-    pub(crate) timings: Timings,
+pub struct ResultParts {
+    /// The strategy swept.
+    pub strategy: StrategyEntry,
+    /// Its grid.
+    pub grid: Grid,
+    /// Sets in the grid.
+    pub n_sets: usize,
+    /// The shards, in output order.
+    pub shards: Vec<Shard>,
+    /// Every final cell, spooled.
+    pub spool: Spool,
+    /// What rendering the outputs produced besides the files.
+    pub rendered: output::Rendered,
+    /// The folder the output files are in (removed with the results).
+    pub workspace: tempfile::TempDir,
+    /// How long each phase took.
+    pub timings: Timings,
 }
 
 impl SweepResults {
-    pub(crate) fn new(parts: ResultParts) -> Self {
+    /// The results of a sweep whose every cell is final.
+    #[must_use]
+    pub fn new(parts: ResultParts) -> Self {
         Self {
             strategy: parts.strategy.name.to_owned(),
             version: parts.strategy.version.to_owned(),
@@ -159,7 +169,8 @@ impl SweepResults {
     }
 
     /// Attaches the research report and shows each leaderboard row's DSR.
-    pub(crate) fn with_research(mut self, report: ResearchReport) -> Self {
+    #[must_use]
+    pub fn with_research(mut self, report: ResearchReport) -> Self {
         for row in &mut self.rendered.leaderboard.rows {
             row.dsr = report.dsr_of(row.param_set_id);
         }
@@ -174,12 +185,15 @@ impl SweepResults {
         self.research.as_deref()
     }
 
-    pub(crate) fn with_run_info(mut self, info: RunInfo) -> Self {
+    /// Attaches how the sweep was run.
+    #[must_use]
+    pub fn with_run_info(mut self, info: RunInfo) -> Self {
         self.run_info = Some(info);
         self
     }
 
-    pub(crate) fn set_persist_failure(&mut self, why: String) {
+    /// Notes that persisting the sweep failed, and why (the results stand).
+    pub fn set_persist_failure(&mut self, why: String) {
         if let Some(info) = self.run_info.as_mut() {
             info.persist_failure = Some(why);
         }

@@ -75,6 +75,7 @@ pub enum ScaleDecision {
 /// The policy of one pool and its memory of how long it has wanted fewer nodes.
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// use std::time::{Duration, Instant};
 /// use gridtest::sweep::{PoolLoad, PoolPolicy, ScaleDecision, Scaler};
 /// let mut pool = Scaler::new(PoolPolicy { max: 50, ..PoolPolicy::default() });

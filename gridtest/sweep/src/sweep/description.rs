@@ -45,6 +45,8 @@ pub struct SweepDescription {
 /// dates, and an execution model.
 ///
 /// ```
+/// # extern crate gridtest_core as gridtest;
+/// # use gridtest_sweep::sweep::Sweep;
 /// use gridtest::prelude::*;
 /// # #[derive(Params, Clone, Debug)] struct P { fast: usize, slow: usize }
 /// # struct Sma;
@@ -149,7 +151,7 @@ impl Sweep {
     }
 
     /// Adds a universe: the symbols `members` traded together by a portfolio strategy
-    /// ([`crate::Strategy::on_universe`]), one shard named `name` over the sweep's dates.
+    /// ([`crate::strategy::Strategy::on_universe`]), one shard named `name` over the sweep's dates.
     /// With universes set, the sweep's shards are its universes.
     #[must_use]
     pub fn universe<S: Into<String>>(

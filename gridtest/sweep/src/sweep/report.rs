@@ -72,6 +72,7 @@ pub const PRICE_BUCKETS: usize = 1_000;
 /// length, its lowest and its highest event, in time order.
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// use gridtest::sweep::report::price_outline;
 /// let events: Vec<(i64, f64)> = (0..10).map(|i| (i, (i % 3) as f64)).collect();
 /// let outline = price_outline(events.iter().copied(), events.len(), 2);

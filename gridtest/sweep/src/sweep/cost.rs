@@ -14,6 +14,7 @@ const YEAR_S: f64 = 365.0 * 86_400.0;
 /// Prices of owned and rented hardware (`--prices FILE`, JSON).
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// let p: gridtest::sweep::Prices = serde_json::from_str(r#"{
 ///   "owned": { "hardware_cost": 20000, "lifetime_years": 4, "cores": 64, "watts": 500 },
 ///   "power_price_per_kwh": 0.2,
@@ -107,6 +108,7 @@ impl SweepCost {
     /// `fixed = u · (rented − power)`.
     ///
     /// ```
+    /// # extern crate gridtest_sweep as gridtest;
     /// use std::collections::BTreeMap;
     /// use gridtest::sweep::{NodeStats, Prices, SweepCost};
     /// let nodes = BTreeMap::from([("a".to_owned(), NodeStats {
@@ -175,6 +177,7 @@ impl SweepCost {
     /// The same cost with the energy each device (`node/gpuD`) used, joules.
     ///
     /// ```
+    /// # extern crate gridtest_sweep as gridtest;
     /// use std::collections::BTreeMap;
     /// use gridtest::sweep::SweepCost;
     /// let idle = SweepCost::measure(&BTreeMap::new(), &BTreeMap::new(), None);

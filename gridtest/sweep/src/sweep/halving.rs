@@ -60,6 +60,7 @@ pub struct RungSize {
 /// The rungs of a search of `sets` parameter sets over `days` dates.
 ///
 /// ```
+/// # extern crate gridtest_sweep as gridtest;
 /// use gridtest::sweep::{Halving, HalvingSchedule, RungSize};
 /// let plan = HalvingSchedule::new(Halving { eta: 3, rungs: 4 }, 81, 100_000).unwrap();
 /// assert_eq!(plan.rungs()[0], RungSize { days: 3, sets: 100_000 });
