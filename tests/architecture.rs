@@ -56,10 +56,11 @@ const LAYERS: &[&[&str]] = &[
 
 /// The crates' source folders, lowest layer first, each with the highest module it may hold:
 /// `gridtest-core` the layers up to `registry`, `gridtest-sweep` those up to `persist` and
-/// `status`, the facade `gridtest` the rest.
+/// `status`, `gridtest-cluster` those up to `cluster`, the facade `gridtest` the rest.
 const SOURCES: &[(&str, &str)] = &[
     ("../gridtest/core/src", "registry"),
     ("../gridtest/sweep/src", "status"),
+    ("../gridtest/cluster/src", "cluster"),
     ("../gridtest/src", "main"),
 ];
 

@@ -73,33 +73,27 @@
 
 extern crate self as gridtest;
 
+pub use gridtest_cluster::{
+    actors, autoscale, cluster, execute, observe, reopen, replay, transport,
+};
 pub use gridtest_core::{
     broker, data, engine, indicators, metrics, params, progress, registry, research, storage,
     strategy,
 };
 pub use gridtest_sweep::{ingest, persist, status, sweep};
 
-pub mod actors;
-pub mod autoscale;
 pub mod cli;
-pub mod cluster;
-mod error;
-pub mod execute;
-pub mod observe;
 pub mod prelude;
-pub mod reopen;
-pub mod replay;
 pub mod run;
 #[cfg(feature = "cluster")]
 pub mod submit;
-pub mod transport;
 
 pub use engine::ExecModel;
 
 /// This gridtest's version (`--version` of a sweep binary).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub use error::{Error, Result, exit};
 pub use execute::{Recording, ReturnsOptions, RunOptions, run_search, run_sweep};
+pub use gridtest_cluster::{Error, Result, exit};
 pub use gridtest_macros::{Choice, Params};
 pub use metrics::{Metrics, RankMetric};
 pub use params::{

@@ -16,9 +16,9 @@ mod summary;
 use std::path::PathBuf;
 
 use crate::cluster::{ClusterConfig, Role};
-use crate::error::{Error, Result};
 use crate::execute::default_threads;
 use crate::sweep::{Halving, HalvingReport, Leaderboard, Sweep, SweepResults, output};
+use crate::{Error, Result};
 
 pub use args::{LogArgs, LogFormat, RunArgs};
 pub use command_line::{FIRST_FLAGS, parse, shape};

@@ -13,11 +13,11 @@ use crate::actors::wire::Wire;
 use crate::cli::{ClusterArgs, RoleChoice};
 use crate::cluster::node::{self, NodeEvent};
 use crate::engine::ExecModel;
-use crate::error::{Error, Result};
 use crate::metrics::RankMetric;
 use crate::params::{Grid, ParamValue};
 use crate::sweep::{SweepDescription, SweepId};
 use crate::transport::{self, Tls};
+use crate::{Error, Result};
 
 mod jobs;
 

@@ -199,7 +199,13 @@ pub struct RunArgs {
     /// When to record each cell's daily returns for the research report (DSR, PBO,
     /// walk-forward): auto (unless this node runs GPU scorers, whose kernels do not record
     /// them), always (GPU units then run on the CPU engine) or never.
-    #[arg(help_heading = "Output", long, env = "GRIDTEST_RETURNS", value_enum, default_value_t = crate::execute::Recording::Auto)]
+    #[arg(
+        help_heading = "Output",
+        long,
+        env = "GRIDTEST_RETURNS",
+        value_parser = recording_parser(),
+        default_value_t = crate::execute::Recording::Auto
+    )]
     pub returns: crate::execute::Recording,
     /// Memory for the sets' daily returns, MiB (8 bytes per set and day).
     #[arg(help_heading = "Output", long, env = "GRIDTEST_RETURNS_MB", default_value_t = crate::execute::DEFAULT_RETURNS_MB)]
@@ -383,6 +389,13 @@ pub struct LogArgs {
     /// Fewer log lines (-q: warnings and errors, -qq: errors only).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub quiet: u8,
+}
+
+/// `--returns`: one of [`Recording::NAMES`](crate::execute::Recording::NAMES), listed in the help.
+fn recording_parser() -> impl clap::builder::TypedValueParser<Value = crate::execute::Recording> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(crate::execute::Recording::NAMES)
+        .map(|name| name.parse().expect("a possible value parses"))
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use super::RunArgs;
-use crate::error::{Error, Result};
 use crate::execute::RunOptions;
 use crate::replay::{ReplayScope, TracedCell, describe_difference};
 use crate::storage::Location;
 use crate::sweep::{SweepError, SweepId};
+use crate::{Error, Result};
 
 /// `--replay`: re-executes a persisted sweep and prints how its cells compare to the record.
 pub(super) async fn replay(sweep_id: &SweepId, args: &RunArgs, opts: &RunOptions) -> Result<()> {

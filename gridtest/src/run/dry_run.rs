@@ -1,9 +1,9 @@
 //! `--dry-run`: the sweep planned and its cost estimated ([`estimate`]), printed as JSON on
 //! stdout; nothing computed, nothing written.
 
-use crate::error::{Error, Result};
 use crate::execute::{RunOptions, SweepEstimate, estimate};
 use crate::sweep::Sweep;
+use crate::{Error, Result};
 
 /// Plans `sweep` with the run's settings and prints its [`SweepEstimate`].
 pub(super) fn print(sweep: &Sweep, opts: &RunOptions) -> Result<SweepEstimate> {

@@ -8,8 +8,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::RunArgs;
-use crate::error::{Error, Result};
 use crate::execute::RunOptions;
+use crate::{Error, Result};
 
 /// How long a one-shot head waits for its autoscaler to leave the pools at their minimum.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(15);

@@ -5,11 +5,11 @@ use std::time::Duration;
 use super::RunArgs;
 use crate::actors::BackendSettings;
 use crate::cluster::ClusterConfig;
-use crate::error::{Error, Result};
 use crate::execute::{RunOptions, default_threads};
 use crate::metrics::RankMetric;
 use crate::status::StatusLog;
 use crate::sweep::Sweep;
+use crate::{Error, Result};
 
 /// Applies command-line settings to a sweep and options; the results root is the resolved
 /// cluster settings' (a head's default included).

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{RunArgs, SweepReport};
-use crate::error::Result;
+use crate::Result;
 use crate::sweep::{HalvingReport, SweepResults, output};
 
 /// Prints and writes a finished sweep.

@@ -11,8 +11,8 @@ use ractor::rpc::CallResult;
 use super::{HeadArgs, connect, follow};
 use crate::actors::messages::{CoordinatorMsg, SweepEntry, SweepState};
 use crate::actors::wire::Wire;
-use crate::error::{Error, Result};
 use crate::sweep::SweepId;
+use crate::{Error, Result};
 
 /// How long a client waits for the head's answer.
 const ANSWER: Duration = Duration::from_secs(30);

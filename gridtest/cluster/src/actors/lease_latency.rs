@@ -16,9 +16,10 @@ use crate::sweep::SweepId;
 /// before is not counted.
 ///
 /// ```
+/// # extern crate gridtest_cluster as gridtest;
 /// use std::time::Duration;
 /// use gridtest::actors::SweepLeaseLatency;
-/// use gridtest::sweep::SweepId;
+/// # use gridtest_sweep::sweep::SweepId;
 /// let latency = SweepLeaseLatency::default();
 /// let (a, b) = (SweepId::from_digest(&[1; 8]), SweepId::from_digest(&[2; 8]));
 /// latency.record(&a, true, Duration::from_millis(300));

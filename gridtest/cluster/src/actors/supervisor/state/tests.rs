@@ -257,7 +257,7 @@ fn a_report_feeds_its_busy_time_per_set_to_the_ledger_and_a_failure_does_not() {
             results: if ok {
                 Ok(results)
             } else {
-                Err(crate::CellFailure::new(
+                Err(crate::sweep::CellFailure::new(
                     crate::engine::FailureKind::Data,
                     "unreadable",
                 ))
@@ -296,7 +296,7 @@ fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fai
         worker: WorkerId::new(node, "0"),
         unit: lease.unit.id,
         shard: lease.unit.shard.clone(),
-        results: Err(crate::CellFailure::new(
+        results: Err(crate::sweep::CellFailure::new(
             crate::engine::FailureKind::Data,
             "not as recorded",
         )),
@@ -332,7 +332,7 @@ fn a_node_that_sees_other_data_gets_none_of_the_shard_and_the_last_such_node_fai
     state.on_report(fault(&next_b, "b"));
     let ledger = state.ledger.as_mut().unwrap();
     assert_eq!((ledger.failed(), ledger.recorded()), (4, 4));
-    let again = crate::CellFailure::new(crate::engine::FailureKind::Data, "");
+    let again = crate::sweep::CellFailure::new(crate::engine::FailureKind::Data, "");
     let failed = ledger.fail_shard(&s, &again);
     assert_eq!(failed, 0, "nothing of S is left open");
     assert!(

@@ -167,7 +167,8 @@ impl From<SweepError> for Error {
 
 impl Error {
     /// An actor-system failure while doing `what`.
-    pub(crate) fn actors(what: &'static str, reason: impl std::fmt::Display) -> Self {
+    #[must_use]
+    pub fn actors(what: &'static str, reason: impl std::fmt::Display) -> Self {
         Self::Actors {
             what,
             reason: reason.to_string(),
@@ -244,6 +245,7 @@ pub mod exit {
     /// [`STATUSES`] as a Markdown table.
     ///
     /// ```
+    /// # extern crate gridtest_cluster as gridtest;
     /// let table = gridtest::exit::markdown_table();
     /// assert!(table.starts_with("| status | meaning |\n|---|---|\n| 0 | "));
     /// ```
@@ -261,6 +263,7 @@ impl Error {
     /// The process exit status for this error (see [`exit`]).
     ///
     /// ```
+    /// # extern crate gridtest_cluster as gridtest;
     /// let e = gridtest::Error::FailedCells { failed: 1, cells: 2, first: String::new(), out: String::new() };
     /// assert_eq!(e.exit_code(), gridtest::exit::FAILED_CELLS);
     /// ```

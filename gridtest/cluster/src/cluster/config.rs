@@ -28,7 +28,7 @@ impl std::fmt::Display for Role {
 }
 
 /// Cluster settings, resolved from flags and the environment
-/// ([`ClusterArgs::resolve`](crate::cli::ClusterArgs::resolve)).
+/// (`gridtest::cli::ClusterArgs::resolve`, in the facade).
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     /// The role.

@@ -49,6 +49,7 @@ pub enum ScaleError {
 /// they run GPU scorers, and its policy.
 ///
 /// ```
+/// # extern crate gridtest_cluster as gridtest;
 /// use gridtest::autoscale::Pool;
 /// let pool: Pool = "gridtest-gpu=gpu:0..40".parse().unwrap();
 /// assert_eq!((pool.statefulset.as_str(), pool.gpu), ("gridtest-gpu", true));

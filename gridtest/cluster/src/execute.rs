@@ -125,7 +125,8 @@ impl Default for RunOptions {
 }
 
 /// One scorer per core.
-pub(crate) fn default_threads() -> usize {
+#[must_use]
+pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 

@@ -27,8 +27,9 @@ fn int(n: impl TryInto<i64>) -> i64 {
 /// and device clocks (on the head; a worker's fleet is empty).
 ///
 /// ```
+/// # extern crate gridtest_cluster as gridtest;
 /// use gridtest::observe::render_metrics;
-/// use gridtest::progress::{PoolSnapshot, ProgressFeed, SweepProgress};
+/// # use gridtest_core::progress::{PoolSnapshot, ProgressFeed, SweepProgress};
 /// let feed = ProgressFeed::default();
 /// feed.publish(SweepProgress { done: 3, total: 10, ..SweepProgress::default() });
 /// feed.publish_pools(vec![PoolSnapshot { pool: "gridtest-cpu".into(), current: 2, desired: 5 }]);

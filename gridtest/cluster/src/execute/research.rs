@@ -15,7 +15,7 @@ use crate::sweep::{
 pub const DEFAULT_RETURNS_MB: u64 = 1024;
 
 /// When a sweep records its cells' daily returns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Recording {
     /// Unless this node runs device (GPU) scorers: the device kernels do not record days, and a
     /// unit that records runs on the CPU engine.
@@ -25,6 +25,33 @@ pub enum Recording {
     Always,
     /// Never: no research report.
     Never,
+}
+
+impl Recording {
+    /// The names the command line and the config file take, in the order of the variants.
+    pub const NAMES: [&str; 3] = ["auto", "always", "never"];
+}
+
+impl std::fmt::Display for Recording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(Self::NAMES[*self as usize])
+    }
+}
+
+impl std::str::FromStr for Recording {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "always" => Ok(Self::Always),
+            "never" => Ok(Self::Never),
+            _ => Err(format!(
+                "`{s}` is not a recording: one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
 }
 
 /// What a sweep records of its sets' daily returns, and what it writes of them.

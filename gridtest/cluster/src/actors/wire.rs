@@ -66,6 +66,7 @@ fn undecodable_may_log() -> bool {
 /// Meant for JSON ([`Wire`]): another serde format would not get the value's own form.
 ///
 /// ```
+/// # extern crate gridtest_cluster as gridtest;
 /// use gridtest::actors::wire::EncodedOnce;
 ///
 /// let axes = EncodedOnce::new(vec![1_u32, 2, 3]);

@@ -25,7 +25,7 @@ fn local_supervisors() -> Vec<ActorRef<SupervisorMsg>> {
 /// Runs `sweep` as the head of a cluster.
 ///
 /// # Errors
-/// As [`crate::run_sweep`], plus [`Error::Transport`] if the node cannot listen.
+/// As [`crate::execute::run_sweep`], plus [`Error::Transport`] if the node cannot listen.
 pub async fn run_head(
     sweep: &Sweep,
     opts: &RunOptions,
@@ -45,7 +45,7 @@ pub async fn run_head(
 /// node as the head of a cluster: every rung a sweep whose units the workers share.
 ///
 /// # Errors
-/// As [`crate::run_search`], plus [`Error::Transport`] if the node cannot listen.
+/// As [`crate::execute::run_search`], plus [`Error::Transport`] if the node cannot listen.
 pub async fn run_head_search(
     sweep: &Sweep,
     opts: &RunOptions,
